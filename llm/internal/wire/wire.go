@@ -52,8 +52,9 @@ func Post(ctx context.Context, ep *llm.Endpoint, provider, url string, body []by
 	}
 	resp, err := ep.Client().Do(req)
 	if err != nil {
+		e := r.classify(provider, err) // before Close, whose cancel would read as the caller's
 		r.Close()
-		return nil, r.classify(provider, err)
+		return nil, e
 	}
 	r.Response = resp
 	r.Body = idleReader{r}
