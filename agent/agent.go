@@ -1,0 +1,146 @@
+// Package agent is weft's loop: a model plans and calls tools, a person
+// approves, and every step streams out as a typed Event.
+//
+// An Agent is configuration; a Session holds one conversation and runs turns
+// on it. A run is an iterator (iter.Seq2[Event, error]); breaking out of it
+// cancels the run, and it leaves no goroutine behind.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/tool"
+)
+
+// DefaultMaxTurns bounds the model calls of one run (seed 004).
+const DefaultMaxTurns = 200
+
+// Config is an agent. Zero values are documented per field.
+type Config struct {
+	// Provider and Model are required.
+	Provider llm.Provider
+	Model    string
+	// ModelInfo prices turns and bounds output; nil means the default
+	// catalogue's entry for Provider.Name() and Model.
+	ModelInfo *llm.ModelInfo
+	// System is the system prompt.
+	System string
+	// Tools the model may call; nil means none.
+	Tools *tool.Registry
+	// MaxTurns bounds model calls per run; 0 means DefaultMaxTurns.
+	MaxTurns int
+	// MaxTokens per model call; 0 means the model's maximum output.
+	MaxTokens     int
+	Thinking      llm.ThinkingLevel
+	StopSequences []string
+	Temperature   *float64
+	// Approve is asked exactly once before each tool call runs. nil denies
+	// every call: an agent with tools and no approver can only talk.
+	Approve ApproveFunc
+	// Retry bounds retries of failed model calls.
+	Retry RetryPolicy
+	// Logger receives diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// RetryPolicy bounds retries of a model call whose outcome is retryable
+// (timeout, malformed, failed: rate limits, overload, 5xx, dropped streams).
+// auth and aborted are never retried.
+type RetryPolicy struct {
+	// MaxAttempts per model call, first included; 0 means 5.
+	MaxAttempts int
+	// BaseDelay doubles per attempt (with ±25% jitter) up to MaxDelay; the
+	// server's retry hint wins when longer. 0 means 1 s and 30 s.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+}
+
+func (p RetryPolicy) attempts() int {
+	if p.MaxAttempts <= 0 {
+		return 5
+	}
+	return p.MaxAttempts
+}
+
+// Agent is a validated Config.
+type Agent struct {
+	cfg  Config
+	info llm.ModelInfo
+	log  *slog.Logger
+}
+
+// New validates cfg.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Provider == nil {
+		return nil, errors.New("agent: Config.Provider is required")
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("agent: Config.Model is required")
+	}
+	if cfg.MaxTurns < 0 {
+		return nil, fmt.Errorf("agent: MaxTurns %d is negative", cfg.MaxTurns)
+	}
+	if cfg.MaxTurns == 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if cfg.ModelInfo != nil {
+		a.info = *cfg.ModelInfo
+	} else {
+		a.info = llm.DefaultCatalog().Lookup(cfg.Provider.Name(), cfg.Model)
+	}
+	return a, nil
+}
+
+// Config returns the agent's configuration.
+func (a *Agent) Config() Config { return a.cfg }
+
+// ModelInfo is what the agent prices turns with.
+func (a *Agent) ModelInfo() llm.ModelInfo { return a.info }
+
+// Run runs prompt in a fresh session: the one-shot form.
+func (a *Agent) Run(ctx context.Context, prompt string) func(yield func(Event, error) bool) {
+	return a.NewSession().Run(ctx, prompt)
+}
+
+// ApproveFunc decides whether a tool call may run. It is called exactly
+// once per call, before the call runs, and may block (asking a person); it
+// must honour ctx. A panic or an error counts as a denial.
+type ApproveFunc func(ctx context.Context, req ApprovalRequest) Decision
+
+// ApprovalRequest is a tool call awaiting approval.
+type ApprovalRequest struct {
+	ID       string
+	ToolName string
+	Input    []byte
+	Spec     tool.Spec
+}
+
+// Decision is an approval answer; the reason of a denial is shown to the
+// model.
+type Decision struct {
+	Allow  bool
+	Reason string
+}
+
+// Allow and Deny are shorthands.
+func Allow() Decision                                    { return Decision{Allow: true} }
+func Deny(reason string) Decision                        { return Decision{Reason: reason} }
+func AllowAll(context.Context, ApprovalRequest) Decision { return Allow() }
+
+// AllowReadOnly allows read-only tools and denies the rest, for unattended
+// runs that must not change anything.
+func AllowReadOnly(_ context.Context, req ApprovalRequest) Decision {
+	if req.Spec.ReadOnly {
+		return Allow()
+	}
+	return Deny(req.ToolName + " is not read-only and this run only allows read-only tools")
+}

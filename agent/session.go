@@ -1,0 +1,596 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/tool"
+)
+
+// continuationPrompt is sent after a reply cut off by max_tokens with no
+// tool call (seed 004 §1b).
+const continuationPrompt = "[system: your previous response was truncated because it reached the output token limit. Continue exactly where you left off; if you were writing files, write one file at a time.]"
+
+// Session is one conversation. Runs on a session are serialised: a second
+// Run waits for the first to finish.
+type Session struct {
+	agent *Agent
+	tools *tool.Session
+
+	runMu sync.Mutex // held for the whole of a run
+
+	mu       sync.Mutex // guards what follows
+	messages []llm.Message
+	totals   Totals
+}
+
+// Totals are a session's cumulative usage and cost.
+type Totals struct {
+	Usage   llm.Usage
+	CostUSD float64
+	Turns   int
+}
+
+// NewSession starts an empty conversation.
+func (a *Agent) NewSession() *Session {
+	return &Session{agent: a, tools: tool.NewSession()}
+}
+
+// ResumeSession continues a stored conversation. The history is repaired
+// (orphaned tool calls get error results) before the next run.
+func (a *Agent) ResumeSession(history []llm.Message) *Session {
+	s := a.NewSession()
+	s.messages = append([]llm.Message(nil), history...)
+	return s
+}
+
+// Messages returns a copy of the conversation.
+func (s *Session) Messages() []llm.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]llm.Message(nil), s.messages...)
+}
+
+// Totals returns the session's cumulative usage and cost.
+func (s *Session) Totals() Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals
+}
+
+// Todos returns the session's todo list (TodoWrite).
+func (s *Session) Todos() []tool.Todo { return s.tools.Todos() }
+
+// Clear forgets the conversation (totals are kept).
+func (s *Session) Clear() {
+	s.mu.Lock()
+	s.messages = nil
+	s.mu.Unlock()
+}
+
+// Run sends a user prompt and streams the run. The sequence yields a nil
+// error for every event but the error event, which is paired with the error
+// that ended the run; done is always the last event. Breaking out of the
+// loop cancels the run; the session's history stays valid either way.
+func (s *Session) Run(ctx context.Context, prompt string) iter.Seq2[Event, error] {
+	return s.RunMessage(ctx, llm.UserText(prompt))
+}
+
+// RunMessage is Run with a full user message (images, several blocks).
+func (s *Session) RunMessage(ctx context.Context, msg llm.Message) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		s.runMu.Lock()
+		defer s.runMu.Unlock()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		r := &run{s: s, a: s.agent, ctx: ctx, cancel: cancel, yield: yield}
+		r.loop(msg)
+	}
+}
+
+// RunFunc runs prompt and calls fn for every event; an error from fn stops
+// the run and is returned. It returns the error that ended the run, if any.
+func (s *Session) RunFunc(ctx context.Context, prompt string, fn func(Event) error) error {
+	var runErr error
+	for ev, err := range s.Run(ctx, prompt) {
+		if err != nil {
+			runErr = err
+		}
+		if ferr := fn(ev); ferr != nil {
+			return ferr
+		}
+	}
+	return runErr
+}
+
+// run is the state of one Run.
+type run struct {
+	s      *Session
+	a      *Agent
+	ctx    context.Context
+	cancel context.CancelFunc
+	yield  func(Event, error) bool
+
+	stopped bool // the consumer broke out
+	turns   int
+	usage   llm.Usage
+	cost    float64
+	text    string // the last assistant text
+}
+
+// emit yields ev; once the consumer stops, it cancels the run and reports
+// false from then on.
+func (r *run) emit(typ EventType, data any) bool {
+	if r.stopped {
+		return false
+	}
+	if !r.yield(Event{Type: typ, Data: data}, nil) {
+		r.stopped = true
+		r.cancel()
+	}
+	return !r.stopped
+}
+
+func (r *run) done(reason string) {
+	r.emit(EventDone, DoneData{
+		TotalInputTokens: r.usage.InputTokens, TotalOutputTokens: r.usage.OutputTokens,
+		TotalTokens:          r.usage.InputTokens + r.usage.CacheReadTokens + r.usage.CacheWriteTokens + r.usage.OutputTokens,
+		TotalCacheReadTokens: r.usage.CacheReadTokens, TotalCacheWriteTokens: r.usage.CacheWriteTokens,
+		CostUSD: r.cost, TurnCount: r.turns, StopReason: reason, Text: r.text,
+	})
+}
+
+// fail ends the run with an error event and done.
+func (r *run) fail(err error, status llm.Status) {
+	d := ErrorData{Error: err.Error(), Status: string(status)}
+	var e *llm.Error
+	if errors.As(err, &e) {
+		d.Hint = e.Hint
+	}
+	if !r.stopped && !r.yield(Event{Type: EventError, Data: d}, err) {
+		r.stopped = true
+		r.cancel()
+	}
+	r.done(StopError)
+}
+
+func (r *run) loop(user llm.Message) {
+	r.s.mu.Lock()
+	r.s.messages = repairHistory(r.s.messages)
+	r.s.messages = appendMerged(r.s.messages, user)
+	r.s.mu.Unlock()
+
+	for {
+		if r.ctx.Err() != nil {
+			r.done(StopCancelled)
+			return
+		}
+		if r.turns >= r.a.cfg.MaxTurns {
+			r.done(StopMaxTurns)
+			return
+		}
+		r.turns++
+		if !r.emit(EventTurnStart, TurnStartData{TurnNumber: r.turns, Model: r.a.cfg.Model}) {
+			return
+		}
+		res, ok := r.callModel()
+		if !ok {
+			return // already reported
+		}
+		cost := r.a.info.Cost(res.Usage)
+		r.usage.Add(res.Usage)
+		r.cost += cost
+		r.s.mu.Lock()
+		r.s.totals.Usage.Add(res.Usage)
+		r.s.totals.CostUSD += cost
+		r.s.totals.Turns++
+		if len(res.Message.Content) > 0 {
+			r.s.messages = appendMerged(r.s.messages, res.Message)
+		}
+		r.s.mu.Unlock()
+		if t := res.Message.Text(); t != "" {
+			r.text = t
+		}
+		if !r.emit(EventTurnEnd, TurnEndData{
+			TurnNumber: r.turns, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
+			CostUSD: cost, StopReason: string(res.Outcome.StopReason),
+		}) {
+			r.closeOrphans()
+			return
+		}
+
+		calls := res.Message.ToolUses()
+		if len(calls) == 0 {
+			if res.Outcome.StopReason == llm.StopMaxTokens {
+				r.s.mu.Lock()
+				r.s.messages = appendMerged(r.s.messages, llm.UserText(continuationPrompt))
+				r.s.mu.Unlock()
+				continue
+			}
+			reason := StopEndTurn
+			if res.Outcome.StopReason == llm.StopSequence {
+				reason = StopSequence
+			}
+			r.done(reason)
+			return
+		}
+		results, askedUser := r.runTools(calls)
+		r.s.mu.Lock()
+		r.s.messages = appendMerged(r.s.messages, llm.Message{Role: llm.RoleUser, Content: results})
+		r.s.mu.Unlock()
+		if r.stopped {
+			return
+		}
+		if r.ctx.Err() != nil {
+			r.done(StopCancelled)
+			return
+		}
+		if askedUser {
+			// The questions are on screen; the answer is the next user
+			// message, so the run ends here rather than letting the model
+			// guess.
+			r.done(StopEndTurn)
+			return
+		}
+	}
+}
+
+// closeOrphans gives every unanswered tool call of the last assistant
+// message an error result, so the history stays valid when a run stops
+// between a tool call and its result.
+func (r *run) closeOrphans() {
+	r.s.mu.Lock()
+	r.s.messages = repairHistory(r.s.messages)
+	r.s.mu.Unlock()
+}
+
+// request builds the model request from the session's history.
+func (r *run) request() *llm.Request {
+	cfg := &r.a.cfg
+	r.s.mu.Lock()
+	msgs := append([]llm.Message(nil), r.s.messages...)
+	r.s.mu.Unlock()
+	req := &llm.Request{
+		Model:         cfg.Model,
+		System:        llm.SystemText(cfg.System),
+		Messages:      msgs,
+		MaxTokens:     cfg.MaxTokens,
+		Temperature:   cfg.Temperature,
+		StopSequences: cfg.StopSequences,
+		Thinking:      cfg.Thinking,
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = r.a.info.MaxOutputTokens
+	}
+	if cfg.Tools != nil {
+		req.Tools = cfg.Tools.LLMSpecs()
+	}
+	return req
+}
+
+// callModel streams one model call, retrying retryable outcomes. It
+// returns false when the run is over (reported already).
+func (r *run) callModel() (llm.Result, bool) {
+	req := r.request()
+	pol := r.a.cfg.Retry
+	for attempt := 1; ; attempt++ {
+		res, ok := r.streamOnce(req)
+		if !ok {
+			return res, false
+		}
+		o := res.Outcome
+		switch {
+		case o.Status == llm.StatusCompleted:
+			return res, true
+		case o.Status == llm.StatusAborted || r.ctx.Err() != nil:
+			r.done(StopCancelled)
+			return res, false
+		case !o.Status.Retryable() || attempt >= pol.attempts():
+			err := o.Err
+			if err == nil {
+				err = errors.New(o.Message)
+			}
+			if o.Status.Retryable() {
+				err = fmt.Errorf("model call failed after %d attempts: %w", attempt, err)
+			}
+			r.fail(err, o.Status)
+			return res, false
+		}
+		delay := backoff(pol, attempt, o.RetryAfter)
+		if !r.emit(EventRetry, RetryData{TurnNumber: r.turns, Attempt: attempt, DelayMS: delay.Milliseconds(), Status: string(o.Status), Error: o.Message}) {
+			return res, false
+		}
+		r.a.log.Warn("model call failed; retrying", "attempt", attempt, "status", o.Status, "error", o.Message, "delay", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			r.done(StopCancelled)
+			return res, false
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is exponential with ±25% jitter, never shorter than the server's
+// hint.
+func backoff(p RetryPolicy, attempt int, hint time.Duration) time.Duration {
+	base, max := p.BaseDelay, p.MaxDelay
+	if base <= 0 {
+		base = time.Second
+	}
+	if max <= 0 {
+		max = 30 * time.Second
+	}
+	d := base << (attempt - 1)
+	if d > max || d <= 0 {
+		d = max
+	}
+	d = time.Duration(float64(d) * (0.75 + 0.5*rand.Float64()))
+	if hint > d {
+		d = hint
+	}
+	return d
+}
+
+// streamOnce runs one model call, forwarding deltas and complete blocks as
+// events. It returns false when the consumer stopped.
+func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
+	var res llm.Result
+	for ev := range r.a.cfg.Provider.Stream(r.ctx, req) {
+		ok := true
+		switch ev.Kind {
+		case llm.EventBlockDelta:
+			switch ev.Block.Type {
+			case llm.BlockText:
+				ok = r.emit(EventTextDelta, TextData{Text: ev.Delta})
+			case llm.BlockThinking:
+				ok = r.emit(EventThinkingDelta, TextData{Text: ev.Delta})
+			}
+		case llm.EventBlockStop:
+			switch ev.Block.Type {
+			case llm.BlockText:
+				ok = r.emit(EventText, TextData{Text: ev.Block.Text})
+			case llm.BlockThinking:
+				if ev.Block.Text != "" {
+					ok = r.emit(EventThinking, TextData{Text: ev.Block.Text})
+				}
+			case llm.BlockToolUse:
+				// Announced once the outcome is known: a call from an
+				// attempt that fails is never run.
+			}
+		case llm.EventMessageDone:
+			res.Message = *ev.Message
+		case llm.EventUsage:
+			res.Usage = ev.Usage
+		case llm.EventOutcome:
+			res.Outcome = ev.Outcome
+		}
+		if !ok {
+			return res, false
+		}
+	}
+	if res.Outcome.Status == "" {
+		// A provider that broke the contract: treat as malformed rather
+		// than trusting a half message.
+		res.Outcome = llm.Outcome{Status: llm.StatusMalformed, Message: "provider stream ended without an outcome"}
+	}
+	return res, true
+}
+
+// runTools approves and runs the calls of one model turn and returns their
+// results in call order. askedUser reports an AskUserQuestion call.
+func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) {
+	results = make([]llm.Block, len(calls))
+	approved := make([]bool, len(calls))
+	specs := make([]tool.Spec, len(calls))
+	for _, c := range calls {
+		if !r.emit(EventToolUse, ToolUseData{ID: c.ToolUseID, ToolName: c.ToolName, Input: rawOrEmpty(c.Input)}) {
+			return r.cancelledResults(calls, results), false
+		}
+	}
+	// Approvals are asked one at a time, in call order: a person answers
+	// them, and concurrent prompts would be confusing.
+	for i, c := range calls {
+		t, known := r.lookup(c.ToolName)
+		if !known {
+			approved[i] = true // nothing runs: Execute reports the unknown tool
+			continue
+		}
+		specs[i] = t.Spec()
+		d := r.approve(ApprovalRequest{ID: c.ToolUseID, ToolName: c.ToolName, Input: c.Input, Spec: specs[i]})
+		if r.ctx.Err() != nil {
+			return r.cancelledResults(calls, results), false
+		}
+		if d.Allow {
+			approved[i] = true
+			continue
+		}
+		reason := d.Reason
+		if reason == "" {
+			reason = "the user denied this tool call"
+		}
+		msg := "Permission denied: " + reason
+		results[i] = llm.ToolResult(c.ToolUseID, true, llm.Text(msg))
+		if !r.emit(EventToolResult, ToolResultData{ID: c.ToolUseID, ToolName: c.ToolName, Output: msg, IsError: true, Denied: true}) {
+			return r.cancelledResults(calls, results), false
+		}
+	}
+	for _, g := range groupCalls(calls, specs, approved) {
+		if !r.runGroup(calls, g, results) {
+			return r.cancelledResults(calls, results), false
+		}
+		if r.ctx.Err() != nil {
+			return r.cancelledResults(calls, results), false
+		}
+	}
+	for i, c := range calls {
+		if approved[i] && c.ToolName == "AskUserQuestion" && !results[i].IsError {
+			askedUser = true
+		}
+	}
+	return results, askedUser
+}
+
+func (r *run) lookup(name string) (tool.Tool, bool) {
+	if r.a.cfg.Tools == nil {
+		return nil, false
+	}
+	return r.a.cfg.Tools.Get(name)
+}
+
+// approve asks the approver; no approver, a panic or a cancelled wait deny.
+func (r *run) approve(req ApprovalRequest) (d Decision) {
+	fn := r.a.cfg.Approve
+	if fn == nil {
+		return Deny("no approver is configured, so tool calls are denied")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.a.log.Error("approve function panicked; denying", "tool", req.ToolName, "panic", p)
+			d = Deny("the approval check failed")
+		}
+	}()
+	return fn(r.ctx, req)
+}
+
+// cancelledResults fills the calls that have no result yet with a
+// cancellation error, keeping the history valid.
+func (r *run) cancelledResults(calls []llm.Block, results []llm.Block) []llm.Block {
+	for i, c := range calls {
+		if results[i].Type == "" {
+			results[i] = llm.ToolResult(c.ToolUseID, true, llm.Text("Tool call cancelled: the run was stopped before it completed."))
+		}
+	}
+	return results
+}
+
+// groupCalls splits approved calls into batches that run one after
+// another; the calls within a batch run in parallel. Consecutive
+// concurrency-safe calls share a batch, as do Write/Edit calls on distinct
+// paths; anything else runs alone.
+func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
+	var groups [][]int
+	var cur []int
+	paths := map[string]bool{}
+	flush := func() {
+		if len(cur) > 0 {
+			groups = append(groups, cur)
+			cur, paths = nil, map[string]bool{}
+		}
+	}
+	for i, c := range calls {
+		if !approved[i] {
+			continue
+		}
+		safe := specs[i].ConcurrencySafe
+		if !safe && (c.ToolName == "Write" || c.ToolName == "Edit") {
+			if p := filePath(c.Input); p != "" && !paths[p] {
+				paths[p] = true
+				safe = true
+			}
+		}
+		if !safe {
+			flush()
+			groups = append(groups, []int{i})
+			continue
+		}
+		cur = append(cur, i)
+	}
+	flush()
+	return groups
+}
+
+func filePath(input json.RawMessage) string {
+	var v struct {
+		FilePath string `json:"file_path"`
+	}
+	_ = json.Unmarshal(input, &v)
+	return v.FilePath
+}
+
+// toolMsg is what a running tool sends to the run's goroutine.
+type toolMsg struct {
+	idx      int
+	typ      EventType
+	data     any
+	result   *tool.Result
+	duration time.Duration
+}
+
+// runGroup runs the calls of one batch in parallel and streams their
+// progress and results as they happen. Only this goroutine yields; workers
+// send to it. It returns false when the consumer stopped.
+func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block) bool {
+	msgs := make(chan toolMsg)
+	for _, i := range group {
+		c := calls[i]
+		go func() {
+			send := func(m toolMsg) {
+				select {
+				case msgs <- m:
+				case <-r.ctx.Done():
+				}
+			}
+			start := time.Now()
+			if r.a.cfg.Tools == nil {
+				res := tool.Errorf("unknown tool %q: this agent has no tools", c.ToolName)
+				msgs <- toolMsg{idx: i, result: &res}
+				return
+			}
+			res := r.a.cfg.Tools.Execute(r.ctx, &tool.Call{
+				ID: c.ToolUseID, Name: c.ToolName, Input: c.Input, Session: r.s.tools,
+				Progress: func(text string) {
+					send(toolMsg{idx: i, typ: EventToolProgress, data: ToolProgressData{ID: c.ToolUseID, ToolName: c.ToolName, Detail: text}})
+				},
+				Notify: func(kind string, payload any) {
+					send(toolMsg{idx: i, typ: EventType(kind), data: NotifyData{ID: c.ToolUseID, ToolName: c.ToolName, Payload: payload}})
+				},
+			})
+			// The result is always delivered, even after a cancel: the
+			// history needs it.
+			msgs <- toolMsg{idx: i, result: &res, duration: time.Since(start)}
+		}()
+	}
+	ok := true
+	for pending := len(group); pending > 0; {
+		m := <-msgs
+		c := calls[m.idx]
+		if m.result == nil {
+			if ok {
+				ok = r.emit(m.typ, m.data)
+			}
+			continue
+		}
+		pending--
+		res := *m.result
+		results[m.idx] = llm.Block{Type: llm.BlockToolResult, ToolUseID: c.ToolUseID, IsError: res.IsError, Content: res.Content}
+		if ok {
+			d := ToolResultData{ID: c.ToolUseID, ToolName: c.ToolName, Output: res.TextOf(), IsError: res.IsError,
+				Data: res.Data, DurationMS: m.duration.Milliseconds()}
+			for _, b := range res.Content {
+				if b.Type != llm.BlockText {
+					d.Content = res.Content
+					break
+				}
+			}
+			ok = r.emit(EventToolResult, d)
+		}
+	}
+	return ok
+}
+
+func rawOrEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
+}

@@ -1,0 +1,48 @@
+// Package builtin holds weft's builtin tools, with the names and argument
+// names models already know from Claude Code: Bash, Read, Write, Edit, Glob,
+// Grep, WebFetch, TodoWrite and AskUserQuestion.
+package builtin
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/weft-run/weft/tool"
+)
+
+// Config is shared by the builtin tools. Zero values are documented per
+// field.
+type Config struct {
+	// Workspace is the directory tools run in and file tools are confined
+	// to (after resolving symlinks and ".."); "" means the current directory.
+	Workspace string
+	// ExtraDirs are further directories file tools may touch.
+	ExtraDirs []string
+	// Env is added to the environment of Bash commands (e.g. secrets the
+	// run was given), on top of the process environment.
+	Env []string
+
+	// WebFetch: AllowPrivateNetworks lets it reach loopback, link-local and
+	// private addresses (off by default: an agent must not probe the
+	// network it runs in). HTTPClient defaults to a client with the
+	// timeouts below. MaxFetchBytes defaults to 5 MiB, FetchTimeout to 30 s.
+	AllowPrivateNetworks bool
+	HTTPClient           *http.Client
+	MaxFetchBytes        int64
+	FetchTimeout         time.Duration
+}
+
+// Tools returns every builtin tool configured with cfg, in a stable order.
+func Tools(cfg Config) []tool.Tool {
+	return []tool.Tool{
+		NewBash(cfg),
+		NewRead(cfg),
+		NewWrite(cfg),
+		NewEdit(cfg),
+		NewGlob(cfg),
+		NewGrep(cfg),
+		NewWebFetch(cfg),
+		NewTodoWrite(),
+		NewAskUserQuestion(),
+	}
+}
