@@ -10,20 +10,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/llm/cassette"
-	"github.com/weft-run/weft/llm/registry"
 )
 
 type askOptions struct {
-	model        string
+	modelFlags
 	system       string
 	maxTokens    int
 	thinking     string
 	temperature  float64
-	baseURL      string
-	apiKey       string
-	cassette     string
-	cassetteMode string
 	showThinking bool
 }
 
@@ -53,15 +47,11 @@ replay in CI.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.model, "model", "m", "", "provider:model (default $WEFT_MODEL, else inferred from the API keys set)")
+	o.modelFlags.register(f)
 	f.StringVar(&o.system, "system", "", "system prompt")
 	f.IntVar(&o.maxTokens, "max-tokens", 0, "maximum output tokens (default: the model's maximum, capped at 8192)")
 	f.StringVar(&o.thinking, "thinking", "none", "thinking level: none|low|medium|high|xhigh")
 	f.Float64Var(&o.temperature, "temperature", -1, "sampling temperature (default: the provider's)")
-	f.StringVar(&o.baseURL, "base-url", "", "override the provider's base URL (e.g. a proxy or a local server)")
-	f.StringVar(&o.apiKey, "api-key", "", "API key (default: from the provider's environment variable)")
-	f.StringVar(&o.cassette, "cassette", "", "record the exchange to this JSONL file, or replay it when it exists")
-	f.StringVar(&o.cassetteMode, "cassette-mode", "auto", "cassette mode: auto|record|replay")
 	f.BoolVar(&o.showThinking, "show-thinking", false, "print the model's thinking to stderr")
 	return cmd
 }
@@ -86,25 +76,6 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// defaultModel picks a model from what the environment has keys for, so that
-// a person with one key set need not name a model.
-func defaultModel(getenv func(string) string) string {
-	if m := getenv("WEFT_MODEL"); m != "" {
-		return m
-	}
-	switch {
-	case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
-		return "anthropic:claude-sonnet-4-5"
-	case getenv("OPENAI_API_KEY") != "":
-		return "openai:gpt-4.1"
-	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
-		return "gemini:gemini-2.5-flash"
-	case getenv("OLLAMA_HOST") != "":
-		return "ollama:llama3.3"
-	}
-	return ""
-}
-
 func runAsk(cmd *cobra.Command, env environ, o askOptions, args []string) error {
 	prompt, err := readPrompt(env, args)
 	if err != nil {
@@ -117,49 +88,11 @@ func runAsk(cmd *cobra.Command, env environ, o askOptions, args []string) error 
 	if !ok {
 		return fmt.Errorf("--thinking %q: want none, low, medium, high or xhigh", o.thinking)
 	}
-	spec := o.model
-	if spec == "" {
-		spec = defaultModel(env.getenv)
-	}
-	if spec == "" {
-		return errors.New("no model: pass --model provider:model (e.g. ollama:llama3.3) or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY")
-	}
-
-	cfg := registry.Config{Getenv: env.getenv, Providers: map[string]registry.ProviderConfig{}}
-	if o.baseURL != "" || o.apiKey != "" {
-		name, _, err := registry.ParseSpec(spec)
-		if err != nil {
-			return err
-		}
-		cfg.Providers[name] = registry.ProviderConfig{BaseURL: o.baseURL, APIKey: o.apiKey}
-	}
-	if o.cassette != "" {
-		mode, err := cassette.ParseMode(o.cassetteMode)
-		if err != nil {
-			return fmt.Errorf("--cassette-mode: %w", err)
-		}
-		c, err := cassette.Open(o.cassette, mode)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		cfg.HTTPClient = c.Client(nil)
-		if c.Mode() == cassette.Replay {
-			// A replay needs no real key; the recording has none either.
-			for _, name := range registry.New(registry.Config{Getenv: env.getenv}).Names() {
-				pc := cfg.Providers[name]
-				if pc.APIKey == "" {
-					pc.APIKey = "cassette-replay"
-				}
-				cfg.Providers[name] = pc
-			}
-		}
-	}
-	reg := registry.New(cfg)
-	p, info, err := reg.Resolve(spec)
+	p, info, closeModel, err := o.modelFlags.resolve(env)
 	if err != nil {
 		return err
 	}
+	defer closeModel()
 	req := &llm.Request{
 		Model:     info.ID,
 		System:    llm.SystemText(o.system),

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,7 +15,10 @@ func main() {
 	defer stop()
 	env := environ{getenv: os.Getenv, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	if err := newRootCmd(env).ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "weft:", err)
+		var ee *exitError
+		if !errors.As(err, &ee) || !ee.quiet {
+			fmt.Fprintln(os.Stderr, "weft:", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }

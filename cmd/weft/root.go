@@ -18,8 +18,9 @@ type environ struct {
 
 // exitError carries a specific exit code through cobra.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	quiet bool // already shown to the user
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -43,6 +44,6 @@ func newRootCmd(env environ) *cobra.Command {
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
-	root.AddCommand(newAskCmd(env), newModelsCmd(env))
+	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env))
 	return root
 }

@@ -1,0 +1,253 @@
+// Command agentloop measures what weft's engine costs on top of the wire:
+// it drives tool-calling runs (model call -> tool call -> model call ->
+// answer) through agent.Session against an OpenAI-compatible fake on
+// loopback and, in the same process and alternating rounds, a bare net/http
+// client making the same exchanges with no engine. It prints turns/s,
+// allocations and bytes per turn for both, their ratio, and the goroutine
+// count before and after, to show that nothing leaks.
+//
+//	go run ./bench/agentloop -runs 10000 -rounds 5
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/llm/llmtest"
+	"github.com/weft-run/weft/llm/openai"
+	"github.com/weft-run/weft/tool"
+)
+
+func main() {
+	runs := flag.Int("runs", 2000, "runs per round and client (each run is two model turns and one tool call)")
+	rounds := flag.Int("rounds", 5, "alternating rounds; medians are reported")
+	flag.Parse()
+	if err := bench(*runs, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "agentloop:", err)
+		os.Exit(1)
+	}
+}
+
+// fake serves the two pre-rendered responses of a run: a tool call when the
+// conversation has no tool result yet, the answer when it has.
+func fake() (url string, stop func(), err error) {
+	proto := &llmtest.OpenAIProtocol{}
+	req := &llmtest.Request{Body: []byte(`{"stream_options":{"include_usage":true}}`)}
+	call := llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("call_1", "echo", `{"te`, `xt":"`, `hello"}`)}, Usage: llm.Usage{InputTokens: 120, OutputTokens: 20}}
+	answer := llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock(strings.Fields("The tool said hello , so the answer is hello and that is all there is to say about it .")...)}, Usage: llm.Usage{InputTokens: 160, OutputTokens: 24}}
+	callBody := []byte(strings.Join(proto.Frames(&call, req), ""))
+	answerBody := []byte(strings.Join(proto.Frames(&answer, req), ""))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if bytes.Contains(body, []byte(`"role":"tool"`)) {
+			w.Write(answerBody)
+		} else {
+			w.Write(callBody)
+		}
+	})}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String() + "/v1", func() { srv.Close() }, nil
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"what to echo"`
+}
+
+func engine(base string) (*agent.Agent, error) {
+	p := openai.New(openai.Config{Endpoint: llm.Endpoint{BaseURL: base, APIKey: "sk-bench"}})
+	reg, err := tool.NewRegistry(tool.Func("echo", "Echoes its input.", tool.Meta{ReadOnly: true, ConcurrencySafe: true, Effect: tool.EffectRead},
+		func(ctx context.Context, in echoIn, _ *tool.Call) (tool.Result, error) { return tool.Text(in.Text), nil }))
+	if err != nil {
+		return nil, err
+	}
+	info := llm.DefaultCatalog().Lookup("openai", "gpt-4.1")
+	return agent.New(agent.Config{Provider: p, Model: "gpt-4.1", ModelInfo: &info, Tools: reg, Approve: agent.AllowAll, System: "You are terse."})
+}
+
+func engineRun(a *agent.Agent) error {
+	var err error
+	for _, e := range a.NewSession().Run(context.Background(), "say hello through the echo tool") {
+		if e != nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// bareRun is the same exchange without an engine: build the request, read
+// the SSE lines, decode chunks, accumulate the tool call, run the tool
+// inline, send the result, read the answer.
+func bareRun(client *http.Client, base string) error {
+	type fn struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	}
+	type tc struct {
+		Index    int    `json:"index"`
+		ID       string `json:"id,omitempty"`
+		Type     string `json:"type,omitempty"`
+		Function fn     `json:"function"`
+	}
+	type msg struct {
+		Role       string `json:"role"`
+		Content    any    `json:"content"`
+		ToolCalls  []tc   `json:"tool_calls,omitempty"`
+		ToolCallID string `json:"tool_call_id,omitempty"`
+	}
+	type chunk struct {
+		Choices []struct {
+			Delta struct {
+				Content   string `json:"content"`
+				ToolCalls []tc   `json:"tool_calls"`
+			} `json:"delta"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "echo", "description": "Echoes its input.",
+		"parameters": json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}}}
+	msgs := []msg{{Role: "system", Content: "You are terse."}, {Role: "user", Content: "say hello through the echo tool"}}
+	for turn := 0; turn < 2; turn++ {
+		body, err := json.Marshal(map[string]any{"model": "gpt-4.1", "stream": true, "stream_options": map[string]bool{"include_usage": true}, "messages": msgs, "tools": tools})
+		if err != nil {
+			return err
+		}
+		resp, err := client.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		var text strings.Builder
+		var calls []tc
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if !bytes.HasPrefix(line, []byte("data: ")) || bytes.Equal(line, []byte("data: [DONE]")) {
+				continue
+			}
+			var c chunk
+			if err := json.Unmarshal(line[6:], &c); err != nil {
+				resp.Body.Close()
+				return err
+			}
+			for _, ch := range c.Choices {
+				text.WriteString(ch.Delta.Content)
+				for _, d := range ch.Delta.ToolCalls {
+					if d.Index >= len(calls) {
+						calls = append(calls, d)
+						continue
+					}
+					calls[d.Index].Function.Arguments += d.Function.Arguments
+				}
+			}
+		}
+		resp.Body.Close()
+		if len(calls) == 0 {
+			return nil
+		}
+		msgs = append(msgs, msg{Role: "assistant", ToolCalls: calls})
+		for _, c := range calls {
+			var in echoIn
+			if err := json.Unmarshal([]byte(c.Function.Arguments), &in); err != nil {
+				return err
+			}
+			msgs = append(msgs, msg{Role: "tool", ToolCallID: c.ID, Content: in.Text})
+		}
+	}
+	return nil
+}
+
+type sample struct {
+	turnsPerSec, allocsPerTurn, bytesPerTurn float64
+}
+
+func measure(runs int, fn func() error) (sample, error) {
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	for range runs {
+		if err := fn(); err != nil {
+			return sample{}, err
+		}
+	}
+	el := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	turns := float64(2 * runs)
+	return sample{turns / el.Seconds(), float64(m1.Mallocs-m0.Mallocs) / turns, float64(m1.TotalAlloc-m0.TotalAlloc) / turns}, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func bench(runs, rounds int) error {
+	base, stop, err := fake()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	a, err := engine(base)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{}
+	// Warm up both paths (connections, caches) before counting goroutines.
+	for range 50 {
+		if err := engineRun(a); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		if err := bareRun(client, base); err != nil {
+			return fmt.Errorf("bare: %w", err)
+		}
+	}
+	runtime.GC()
+	g0 := runtime.NumGoroutine()
+	var eng, bare [3][]float64
+	for r := range rounds {
+		e, err := measure(runs, func() error { return engineRun(a) })
+		if err != nil {
+			return err
+		}
+		b, err := measure(runs, func() error { return bareRun(client, base) })
+		if err != nil {
+			return err
+		}
+		for i, v := range [3]float64{e.turnsPerSec, e.allocsPerTurn, e.bytesPerTurn} {
+			eng[i] = append(eng[i], v)
+		}
+		for i, v := range [3]float64{b.turnsPerSec, b.allocsPerTurn, b.bytesPerTurn} {
+			bare[i] = append(bare[i], v)
+		}
+		fmt.Printf("round %d: engine %.0f turns/s, bare %.0f turns/s, ratio %.3f\n", r+1, e.turnsPerSec, b.turnsPerSec, e.turnsPerSec/b.turnsPerSec)
+	}
+	time.Sleep(100 * time.Millisecond)
+	runtime.GC()
+	g1 := runtime.NumGoroutine()
+	fmt.Printf("\n%d runs x %d rounds per client (2 model turns + 1 tool call per run), medians:\n", runs, rounds)
+	fmt.Printf("%-8s %12s %14s %14s\n", "", "turns/s", "allocs/turn", "bytes/turn")
+	fmt.Printf("%-8s %12.0f %14.0f %14.0f\n", "engine", median(eng[0]), median(eng[1]), median(eng[2]))
+	fmt.Printf("%-8s %12.0f %14.0f %14.0f\n", "bare", median(bare[0]), median(bare[1]), median(bare[2]))
+	fmt.Printf("ratio engine/bare (throughput): %.3f\n", median(eng[0])/median(bare[0]))
+	fmt.Printf("goroutines: %d before, %d after %d engine runs\n", g0, g1, runs*rounds)
+	return nil
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+
+	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/tool/builtin"
+)
+
+// agentFlags are shared by run and chat.
+type agentFlags struct {
+	modelFlags
+	system         string
+	workspace      string
+	addDirs        []string
+	maxTurns       int
+	maxTokens      int
+	thinking       string
+	permissionMode string
+	yes            bool
+}
+
+func (a *agentFlags) register(f *pflag.FlagSet) {
+	a.modelFlags.register(f)
+	f.StringVar(&a.system, "system", "", "system prompt (default: weft's coding-agent prompt)")
+	f.StringVarP(&a.workspace, "workspace", "w", "", "directory the tools work in and are confined to (default: current directory, or $WEFT_WORKSPACE)")
+	f.StringSliceVar(&a.addDirs, "add-dir", nil, "further directories the file tools may touch")
+	f.IntVar(&a.maxTurns, "max-turns", 0, "maximum model calls per run (default 200, or $WEFT_MAX_TURNS)")
+	f.IntVar(&a.maxTokens, "max-tokens", 0, "maximum output tokens per model call (default: the model's maximum)")
+	f.StringVar(&a.thinking, "thinking", "", "thinking level: none|low|medium|high|xhigh (default none, or $WEFT_THINKING)")
+	f.StringVar(&a.permissionMode, "permission-mode", "", "default (ask before anything that is not read-only) | plan (read-only tools only) | auto (file edits in the workspace run, shell asks) | bypass (ask nothing) (default: $WEFT_PERMISSION_MODE or default)")
+	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
+}
+
+// permission modes of the CLI. The safety layer will refine them with
+// rules; the meaning of each mode stays.
+const (
+	modeDefault = "default"
+	modePlan    = "plan"
+	modeAuto    = "auto"
+	modeBypass  = "bypass"
+)
+
+func parseMode(s string) (string, error) {
+	switch s {
+	case "", modeDefault:
+		return modeDefault, nil
+	case modePlan, modeAuto, modeBypass:
+		return s, nil
+	case "acceptEdits":
+		return modeAuto, nil
+	case "bypassPermissions":
+		return modeBypass, nil
+	}
+	return "", fmt.Errorf("--permission-mode %q: want default, plan, auto or bypass", s)
+}
+
+const defaultSystem = `You are weft, a coding agent working in the user's workspace through tools.
+Be direct and concise. Read files before changing them, prefer small targeted edits,
+and run commands to check your work. When you are done, say what you did.`
+
+// build returns the agent and the tool registry for the flags. lines is
+// where approval answers are read from (nil: no terminal to ask).
+func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agent.Agent, func() error, error) {
+	mode := a.permissionMode
+	if mode == "" {
+		mode = env.getenv("WEFT_PERMISSION_MODE")
+	}
+	mode, err := parseMode(mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.yes {
+		mode = modeBypass
+	}
+	thinking := a.thinking
+	if thinking == "" {
+		thinking = env.getenv("WEFT_THINKING")
+	}
+	level, ok := llm.ParseThinkingLevel(thinking)
+	if !ok {
+		return nil, nil, fmt.Errorf("--thinking %q: want none, low, medium, high or xhigh", thinking)
+	}
+	maxTurns := a.maxTurns
+	if maxTurns == 0 {
+		if v := env.getenv("WEFT_MAX_TURNS"); v != "" {
+			if _, err := fmt.Sscan(v, &maxTurns); err != nil || maxTurns < 0 {
+				return nil, nil, fmt.Errorf("WEFT_MAX_TURNS %q: want a positive number", v)
+			}
+		}
+	}
+	if maxTurns < 0 {
+		return nil, nil, fmt.Errorf("--max-turns %d: want a positive number", maxTurns)
+	}
+	ws := a.workspace
+	if ws == "" {
+		ws = env.getenv("WEFT_WORKSPACE")
+	}
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return nil, nil, fmt.Errorf("workspace %q is not a directory", ws)
+	}
+	p, info, closeModel, err := a.modelFlags.resolve(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: a.addDirs})...)
+	if err != nil {
+		closeModel()
+		return nil, nil, err
+	}
+	system := a.system
+	if system == "" {
+		system = defaultSystem + "\nThe workspace is " + ws + "."
+	}
+	ag, err := agent.New(agent.Config{
+		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
+		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
+		Approve: newApprover(mode, lines, out).approve,
+	})
+	if err != nil {
+		closeModel()
+		return nil, nil, err
+	}
+	return ag, closeModel, nil
+}
+
+// lineReader reads answers and chat input line by line from one shared
+// reader, so that approval prompts and the REPL do not steal each other's
+// input.
+type lineReader struct {
+	mu       sync.Mutex
+	r        *bufio.Reader
+	terminal bool
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReader(r), terminal: isTerminal(r)}
+}
+
+// ReadLine returns the next line without its newline; io.EOF at the end.
+func (l *lineReader) ReadLine() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, err := l.r.ReadString('\n')
+	if err != nil && (err != io.EOF || s == "") {
+		return "", err
+	}
+	return strings.TrimRight(s, "\r\n"), nil
+}
+
+// approver implements the CLI's permission modes and the y/n/always prompt.
+type approver struct {
+	mode   string
+	lines  *lineReader // nil: nobody to ask
+	out    io.Writer
+	mu     sync.Mutex
+	always map[string]bool
+}
+
+func newApprover(mode string, lines *lineReader, out io.Writer) *approver {
+	return &approver{mode: mode, lines: lines, out: out, always: map[string]bool{}}
+}
+
+func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agent.Decision {
+	switch {
+	case ap.mode == modeBypass:
+		return agent.Allow()
+	case req.Spec.ReadOnly:
+		return agent.Allow()
+	case ap.mode == modePlan:
+		return agent.Deny("plan mode allows read-only tools only; describe the change instead of making it")
+	case ap.mode == modeAuto && req.Spec.Permission == tool.ClassFile:
+		return agent.Allow() // the file tools are confined to the workspace
+	}
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	if ap.always[req.ToolName] {
+		return agent.Allow()
+	}
+	if ap.lines == nil {
+		return agent.Deny("there is no terminal to ask for approval; rerun with --yes or --permission-mode to allow " + req.ToolName)
+	}
+	for {
+		fmt.Fprintf(ap.out, "\nAllow %s? [y]es / [n]o / [a]lways for %s: ", summarizeCall(req.ToolName, req.Input), req.ToolName)
+		answer, err := ap.lines.ReadLine()
+		if err != nil || ctx.Err() != nil {
+			return agent.Deny("no answer to the approval prompt")
+		}
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+			return agent.Allow()
+		case "a", "always":
+			ap.always[req.ToolName] = true
+			return agent.Allow()
+		case "n", "no":
+			return agent.Deny("the user declined")
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/llm/cassette"
+	"github.com/weft-run/weft/llm/registry"
+)
+
+// modelFlags are the flags every command that talks to a model shares.
+type modelFlags struct {
+	model        string
+	baseURL      string
+	apiKey       string
+	cassette     string
+	cassetteMode string
+}
+
+func (m *modelFlags) register(f *pflag.FlagSet) {
+	f.StringVarP(&m.model, "model", "m", "", "provider:model, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, ollama:llama3.3 (default $WEFT_MODEL, else inferred from the API keys set)")
+	f.StringVar(&m.baseURL, "base-url", "", "override the provider's base URL (a proxy, a local server)")
+	f.StringVar(&m.apiKey, "api-key", "", "API key (default: the provider's environment variable)")
+	f.StringVar(&m.cassette, "cassette", "", "record model exchanges to this JSONL file, or replay them when it exists")
+	f.StringVar(&m.cassetteMode, "cassette-mode", "auto", "cassette mode: auto|record|replay")
+}
+
+// resolve builds the provider. close releases the cassette, if any.
+func (m *modelFlags) resolve(env environ) (p llm.Provider, info llm.ModelInfo, close func() error, err error) {
+	close = func() error { return nil }
+	spec := m.model
+	if spec == "" {
+		spec = defaultModel(env.getenv)
+	}
+	if spec == "" {
+		return nil, info, close, errors.New("no model: pass --model provider:model (e.g. ollama:llama3.3) or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY")
+	}
+	cfg := registry.Config{Getenv: env.getenv, Providers: map[string]registry.ProviderConfig{}}
+	if m.baseURL != "" || m.apiKey != "" {
+		name, _, err := registry.ParseSpec(spec)
+		if err != nil {
+			return nil, info, close, err
+		}
+		cfg.Providers[name] = registry.ProviderConfig{BaseURL: m.baseURL, APIKey: m.apiKey}
+	}
+	if m.cassette != "" {
+		mode, err := cassette.ParseMode(m.cassetteMode)
+		if err != nil {
+			return nil, info, close, fmt.Errorf("--cassette-mode: %w", err)
+		}
+		c, err := cassette.Open(m.cassette, mode)
+		if err != nil {
+			return nil, info, close, err
+		}
+		close = c.Close
+		cfg.HTTPClient = c.Client(nil)
+		if c.Mode() == cassette.Replay {
+			// A replay needs no real key; the recording holds none either.
+			for _, name := range registry.BuiltinNames() {
+				pc := cfg.Providers[name]
+				if pc.APIKey == "" {
+					pc.APIKey = "cassette-replay"
+				}
+				cfg.Providers[name] = pc
+			}
+		}
+	}
+	p, info, err = registry.New(cfg).Resolve(spec)
+	if err != nil {
+		close()
+		return nil, info, func() error { return nil }, err
+	}
+	return p, info, close, nil
+}
+
+// defaultModel picks a model from what the environment has keys for, so that
+// a person with one key set need not name a model.
+func defaultModel(getenv func(string) string) string {
+	if m := getenv("WEFT_MODEL"); m != "" {
+		return m
+	}
+	switch {
+	case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "":
+		return "anthropic:claude-sonnet-4-5"
+	case getenv("OPENAI_API_KEY") != "":
+		return "openai:gpt-4.1"
+	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
+		return "gemini:gemini-2.5-flash"
+	case getenv("OLLAMA_HOST") != "":
+		return "ollama:llama3.3"
+	}
+	return ""
+}

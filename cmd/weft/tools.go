@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/tool/builtin"
+)
+
+func newToolsCmd(env environ) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List the tools an agent can call (with their JSON Schemas under --json)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, _ := os.Getwd()
+			reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws})...)
+			if err != nil {
+				return err
+			}
+			specs := reg.Specs()
+			if asJSON {
+				enc := json.NewEncoder(env.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"tools": specs, "count": len(specs)})
+			}
+			tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tEFFECT\tREAD-ONLY\tDESCRIPTION")
+			for _, s := range specs {
+				desc, _, _ := strings.Cut(s.Description, "\n")
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, s.Effect, s.ReadOnly, clip(desc, 90))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools with their input schemas as JSON")
+	return cmd
+}
