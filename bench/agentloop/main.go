@@ -75,7 +75,9 @@ type echoIn struct {
 func engine(base string) (*agent.Agent, error) {
 	p := openai.New(openai.Config{Endpoint: llm.Endpoint{BaseURL: base, APIKey: "sk-bench"}})
 	reg, err := tool.NewRegistry(tool.Func("echo", "Echoes its input.", tool.Meta{ReadOnly: true, ConcurrencySafe: true, Effect: tool.EffectRead},
-		func(ctx context.Context, in echoIn, _ *tool.Call) (tool.Result, error) { return tool.Text(in.Text), nil }))
+		func(ctx context.Context, in echoIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text(in.Text), nil
+		}))
 	if err != nil {
 		return nil, err
 	}
