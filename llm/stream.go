@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"strings"
 	"time"
 )
 
@@ -186,7 +185,7 @@ func Collect(seq iter.Seq[Event]) Result {
 type Framer struct {
 	yield   func(Event) bool
 	msg     Message
-	bufs    []strings.Builder
+	bufs    [][]byte // per block; byte slices, not strings.Builder, which must not be copied when the slice grows
 	open    []bool
 	nOpen   int
 	usage   Usage
@@ -218,14 +217,14 @@ func (f *Framer) Stopped() bool { return f.stopped }
 func (f *Framer) Start(b Block) (int, bool) {
 	i := len(f.msg.Content)
 	f.msg.Content = append(f.msg.Content, b)
-	f.bufs = append(f.bufs, strings.Builder{})
+	f.bufs = append(f.bufs, nil)
 	f.open = append(f.open, true)
 	f.nOpen++
 	if b.Text != "" {
-		f.bufs[i].WriteString(b.Text)
+		f.bufs[i] = append(f.bufs[i], b.Text...)
 	}
 	if b.Type == BlockToolUse && len(b.Input) > 0 && string(b.Input) != "{}" {
-		f.bufs[i].Write(b.Input)
+		f.bufs[i] = append(f.bufs[i], b.Input...)
 	}
 	start := Block{Type: b.Type, ToolUseID: b.ToolUseID, ToolName: b.ToolName, Meta: b.Meta}
 	return i, f.emit(Event{Kind: EventBlockStart, Index: i, Block: start})
@@ -241,7 +240,7 @@ func (f *Framer) Delta(i int, s string) bool {
 	if !f.Open(i) || s == "" {
 		return !f.stopped
 	}
-	f.bufs[i].WriteString(s)
+	f.bufs[i] = append(f.bufs[i], s...)
 	return f.emit(Event{Kind: EventBlockDelta, Index: i, Block: Block{Type: f.msg.Content[i].Type}, Delta: s})
 }
 
@@ -263,8 +262,8 @@ func (f *Framer) Stop(i int) bool {
 	f.open[i] = false
 	f.nOpen--
 	b := &f.msg.Content[i]
-	s := f.bufs[i].String()
-	f.bufs[i] = strings.Builder{}
+	s := string(f.bufs[i])
+	f.bufs[i] = nil
 	if b.Type == BlockToolUse {
 		if s == "" {
 			s = "{}"

@@ -58,15 +58,15 @@ func TestFramer(t *testing.T) {
 			name: "interleaved tool calls",
 			run: func(f *llm.Framer) {
 				a, _ := f.Start(llm.Block{Type: llm.BlockToolUse, ToolUseID: "a", ToolName: "x"})
-				b, _ := f.Start(llm.Block{Type: llm.BlockToolUse, ToolUseID: "b", ToolName: "y"})
 				f.Delta(a, `{"k":`)
+				b, _ := f.Start(llm.Block{Type: llm.BlockToolUse, ToolUseID: "b", ToolName: "y"})
 				f.Delta(b, `{}`)
 				f.Delta(a, `1}`)
 				f.Stop(b)
 				f.Stop(a)
 				f.Finish(llm.Outcome{Status: llm.StatusCompleted, StopReason: llm.StopToolUse})
 			},
-			kinds: []llm.EventKind{S, S, D, D, D, P, P, M, U, O}, status: llm.StatusCompleted, toolInput: `{"k":1}`,
+			kinds: []llm.EventKind{S, D, S, D, D, P, P, M, U, O}, status: llm.StatusCompleted, toolInput: `{"k":1}`,
 		},
 		{
 			name: "tool call with no arguments gets an empty object",
