@@ -530,7 +530,7 @@ type toolMsg struct {
 // progress and results as they happen. Only this goroutine yields; workers
 // send to it. It returns false when the consumer stopped.
 func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block) bool {
-	msgs := make(chan toolMsg)
+	msgs := make(chan toolMsg, 2*len(group))
 	for _, i := range group {
 		c := calls[i]
 		go func() {

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -35,7 +36,16 @@ import (
 func main() {
 	runs := flag.Int("runs", 2000, "runs per round and client (each run is two model turns and one tool call)")
 	rounds := flag.Int("rounds", 5, "alternating rounds; medians are reported")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of engine-only runs to this file and exit")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of engine-only runs to this file and exit")
 	flag.Parse()
+	if *cpuprofile != "" || *memprofile != "" {
+		if err := profile(*runs, *cpuprofile, *memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "agentloop:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := bench(*runs, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "agentloop:", err)
 		os.Exit(1)
@@ -180,26 +190,87 @@ type sample struct {
 	turnsPerSec, allocsPerTurn, bytesPerTurn float64
 }
 
-func measure(runs int, fn func() error) (sample, error) {
+// measureAllocs runs fn runs times and returns allocations per turn.
+func measureAllocs(runs int, fn func() error) (allocs, bytes float64, err error) {
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	start := time.Now()
 	for range runs {
 		if err := fn(); err != nil {
-			return sample{}, err
+			return 0, 0, err
 		}
 	}
-	el := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	turns := float64(2 * runs)
-	return sample{turns / el.Seconds(), float64(m1.Mallocs-m0.Mallocs) / turns, float64(m1.TotalAlloc-m0.TotalAlloc) / turns}, nil
+	return float64(m1.Mallocs-m0.Mallocs) / turns, float64(m1.TotalAlloc-m0.TotalAlloc) / turns, nil
+}
+
+// measureTimes alternates the two clients run by run, so that both see the
+// same machine load, and returns turns per second for each.
+func measureTimes(runs int, a, b func() error) (float64, float64, error) {
+	var ta, tb time.Duration
+	for range runs {
+		t0 := time.Now()
+		if err := a(); err != nil {
+			return 0, 0, err
+		}
+		t1 := time.Now()
+		if err := b(); err != nil {
+			return 0, 0, err
+		}
+		ta += t1.Sub(t0)
+		tb += time.Since(t1)
+	}
+	turns := float64(2 * runs)
+	return turns / ta.Seconds(), turns / tb.Seconds(), nil
 }
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// profile runs the engine alone under the profilers, for finding its
+// overhead.
+func profile(runs int, cpu, mem string) error {
+	base, stop, err := fake()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	a, err := engine(base)
+	if err != nil {
+		return err
+	}
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if mem != "" {
+		runtime.MemProfileRate = 512
+	}
+	for range runs {
+		if err := engineRun(a); err != nil {
+			return err
+		}
+	}
+	if mem != "" {
+		f, err := os.Create(mem)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return pprof.Lookup("allocs").WriteTo(f, 0)
+	}
+	return nil
 }
 
 func bench(runs, rounds int) error {
@@ -225,22 +296,28 @@ func bench(runs, rounds int) error {
 	runtime.GC()
 	g0 := runtime.NumGoroutine()
 	var eng, bare [3][]float64
+	engineRunFn := func() error { return engineRun(a) }
+	bareRunFn := func() error { return bareRun(client, base) }
 	for r := range rounds {
-		e, err := measure(runs, func() error { return engineRun(a) })
+		et, bt, err := measureTimes(runs, engineRunFn, bareRunFn)
 		if err != nil {
 			return err
 		}
-		b, err := measure(runs, func() error { return bareRun(client, base) })
+		ea, eb, err := measureAllocs(runs/4+1, engineRunFn)
 		if err != nil {
 			return err
 		}
-		for i, v := range [3]float64{e.turnsPerSec, e.allocsPerTurn, e.bytesPerTurn} {
+		ba, bb, err := measureAllocs(runs/4+1, bareRunFn)
+		if err != nil {
+			return err
+		}
+		for i, v := range [3]float64{et, ea, eb} {
 			eng[i] = append(eng[i], v)
 		}
-		for i, v := range [3]float64{b.turnsPerSec, b.allocsPerTurn, b.bytesPerTurn} {
+		for i, v := range [3]float64{bt, ba, bb} {
 			bare[i] = append(bare[i], v)
 		}
-		fmt.Printf("round %d: engine %.0f turns/s, bare %.0f turns/s, ratio %.3f\n", r+1, e.turnsPerSec, b.turnsPerSec, e.turnsPerSec/b.turnsPerSec)
+		fmt.Printf("round %d: engine %.0f turns/s, bare %.0f turns/s, ratio %.3f\n", r+1, et, bt, et/bt)
 	}
 	time.Sleep(100 * time.Millisecond)
 	runtime.GC()
@@ -250,6 +327,6 @@ func bench(runs, rounds int) error {
 	fmt.Printf("%-8s %12.0f %14.0f %14.0f\n", "engine", median(eng[0]), median(eng[1]), median(eng[2]))
 	fmt.Printf("%-8s %12.0f %14.0f %14.0f\n", "bare", median(bare[0]), median(bare[1]), median(bare[2]))
 	fmt.Printf("ratio engine/bare (throughput): %.3f\n", median(eng[0])/median(bare[0]))
-	fmt.Printf("goroutines: %d before, %d after %d engine runs\n", g0, g1, runs*rounds)
+	fmt.Printf("goroutines: %d before, %d after %d engine runs\n", g0, g1, rounds*(runs+runs/4+1))
 	return nil
 }

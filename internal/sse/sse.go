@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // MaxEventSize bounds one event's data, so that a server that never sends a
@@ -40,9 +41,30 @@ type Reader struct {
 	seen bool // any data line seen since the last dispatch
 }
 
-// NewReader reads events from r.
+// bufSize is the read buffer. Longer lines are gathered in Reader.line.
+const bufSize = 16 << 10
+
+// bufPool recycles read buffers: every model call opens a stream, and a
+// fresh buffer per stream was most of the bytes a whole agent turn
+// allocated (bench/agentloop).
+var bufPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+
+// NewReader reads events from r. Call Release when done with it.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 32<<10)}
+	br := bufPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Reader{r: br}
+}
+
+// Release returns the reader's buffer for reuse; the Reader and the slices
+// of the last Event must not be used afterwards. It is idempotent.
+func (r *Reader) Release() {
+	if r.r == nil {
+		return
+	}
+	r.r.Reset(nil)
+	bufPool.Put(r.r)
+	r.r = nil
 }
 
 // readLine returns the next line without its terminator ("\n", "\r\n" or a

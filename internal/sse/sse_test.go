@@ -132,3 +132,16 @@ func (o *oneByte) Read(p []byte) (int, error) {
 	o.i++
 	return 1, nil
 }
+
+func TestReleaseReuses(t *testing.T) {
+	t.Parallel()
+	for range 3 {
+		r := NewReader(strings.NewReader("data: x\n\n"))
+		e, err := r.Next()
+		if err != nil || string(e.Data) != "x" {
+			t.Fatalf("event %+v, %v", e, err)
+		}
+		r.Release()
+		r.Release() // idempotent
+	}
+}

@@ -142,6 +142,7 @@ type decoder struct {
 // must fail with.
 func (d *decoder) run() error {
 	r := sse.NewReader(d.resp.Body)
+	defer r.Release()
 	for {
 		ev, err := r.Next()
 		if err != nil {

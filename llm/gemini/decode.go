@@ -100,6 +100,7 @@ func (d *decoder) run(resp *wire.Response, f *llm.Framer) (llm.Outcome, error) {
 	d.cur = -1
 	d.dec = json.NewDecoder(&d.in)
 	rd := sse.NewReader(resp.Body)
+	defer rd.Release()
 	for {
 		ev, err := rd.Next()
 		if err != nil {

@@ -142,6 +142,7 @@ func decodeStream(ctx context.Context, name string, resp *wire.Response, f *llm.
 func (d *decoder) read(ctx context.Context, resp *wire.Response) error {
 	name, f := d.name, d.f
 	rd := sse.NewReader(resp.Body)
+	defer rd.Release()
 	for {
 		ev, err := rd.Next()
 		if err != nil {

@@ -1,0 +1,178 @@
+package builtin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/weft-run/weft/tool"
+)
+
+const writeDescription = `Writes a file in the workspace, replacing it if it exists. Parent directories are created as needed. file_path may be absolute or relative to the workspace.
+
+- Overwriting an existing file requires that you Read it in this session first and that it has not changed since; otherwise the write is refused.
+- Prefer Edit for changing part of an existing file: it sends only the changed text.
+- content is written exactly as given; end text files with a newline.`
+
+var writeSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string", "description": "The path of the file to write, absolute or relative to the workspace"},
+    "content": {"type": "string", "description": "The content to write to the file"}
+  },
+  "required": ["file_path", "content"],
+  "additionalProperties": false
+}`)
+
+type writeTool struct {
+	ws wsConfine
+}
+
+// NewWrite returns the Write tool: creates or replaces a file atomically,
+// refusing to overwrite content the session has not seen.
+func NewWrite(cfg Config) tool.Tool { return &writeTool{ws: wsFrom(cfg)} }
+
+func (t *writeTool) Spec() tool.Spec {
+	return tool.Spec{
+		Name:        "Write",
+		Description: writeDescription,
+		InputSchema: writeSchema,
+		Meta: tool.Meta{
+			Effect:     tool.EffectWrite,
+			Permission: tool.ClassFile,
+		},
+	}
+}
+
+type writeInput struct {
+	FilePath string `json:"file_path"`
+	Content  string `json:"content"`
+}
+
+func (t *writeTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error) {
+	var in writeInput
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return tool.Errorf("invalid input: %v", err), nil
+	}
+	path, err := t.ws.resolve(in.FilePath)
+	if err != nil {
+		return tool.Errorf("%v", err), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return tool.Errorf("not written: %v", err), nil
+	}
+	sess := wsSession(call)
+	perm := writeNewFileMode()
+	fi, err := os.Stat(path)
+	exists := err == nil
+	switch {
+	case exists && fi.IsDir():
+		return tool.Errorf("%s is a directory; give the path of a file", path), nil
+	case exists:
+		if err := wsCheckSeen(sess, path, fi, "writing to"); err != nil {
+			return tool.Errorf("%v", err), nil
+		}
+		perm = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return tool.Errorf("cannot write %s: %v", path, err), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return tool.Errorf("cannot create the directory for %s: %v", path, err), nil
+	}
+	nfi, err := writeAtomic(path, []byte(in.Content), perm)
+	if err != nil {
+		return tool.Errorf("cannot write %s: %v", path, err), nil
+	}
+	sess.MarkRead(path, wsStamp(nfi))
+	lines := writeCountLines(in.Content)
+	res := tool.Text(fmt.Sprintf("Wrote %s to %s", writeLines(lines), path))
+	if exists {
+		res = tool.Text(fmt.Sprintf("Updated %s (%s)", path, writeLines(lines)))
+	}
+	res.Data = map[string]any{"path": path, "created": !exists, "lines": lines}
+	return res, nil
+}
+
+func writeLines(n int) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return fmt.Sprintf("%d lines", n)
+}
+
+func writeCountLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// writeAtomic replaces path with data through a temporary file in the same
+// directory and a rename, so readers see the old or the new content, never
+// a mix, and a failed write leaves the old file intact. It returns the new
+// file's info for the session stamp.
+func writeAtomic(path string, data []byte, perm fs.FileMode) (fs.FileInfo, error) {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".weft-*")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	ok = true
+	return os.Stat(path)
+}
+
+var writeUmask = sync.OnceValue(func() fs.FileMode {
+	// Reading the umask through the umask syscall would set it, racing
+	// with files other goroutines create meanwhile; /proc reports it
+	// without side effects.
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0o022
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return fs.FileMode(m)
+			}
+		}
+	}
+	return 0o022
+})
+
+// writeNewFileMode is the mode a new file gets, as if created with 0666
+// under the process umask (a temp file would otherwise leave it 0600).
+func writeNewFileMode() fs.FileMode { return 0o666 &^ writeUmask() }
