@@ -27,9 +27,9 @@ import (
 func TestToolRoundTripOverEachProtocol(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name    string
-		fake    func(t *testing.T) *llmtest.Server
-		prov    func(url string) llm.Provider
+		name string
+		fake func(t *testing.T) *llmtest.Server
+		prov func(url string) llm.Provider
 	}{
 		{
 			name: "anthropic",
