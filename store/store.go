@@ -1,0 +1,100 @@
+// Package store is weft's persistence contract: interfaces shaped by how
+// the runtime uses them (sessions, their conversation, their event log),
+// with an embedded SQLite implementation (store/sqlite) as the default. The
+// conformance suite in store/storetest runs against every implementation.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/weft-run/weft/llm"
+)
+
+// Errors callers branch on (errors.Is).
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+)
+
+// Session is a stored conversation's header.
+type Session struct {
+	ID        string          `json:"session_id"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Title     string          `json:"title,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"` // opaque to the store (model, workspace, ...)
+	// MessageCount is the number of stored conversation messages.
+	MessageCount int `json:"message_count"`
+	// LastSeq is the highest event seq appended, 0 when none.
+	LastSeq int64 `json:"last_seq"`
+}
+
+// Event is one appended event of a session. Seq is per session, strictly
+// increasing from 1 with no gaps.
+type Event struct {
+	SessionID string          `json:"session_id"`
+	Seq       int64           `json:"seq"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// ListOptions pages through sessions, newest first.
+type ListOptions struct {
+	Limit  int    // 0 means 50; at most 500
+	Cursor string // from the previous page's NextCursor; "" for the first page
+}
+
+// SessionPage is one page of sessions.
+type SessionPage struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// Sessions stores session headers.
+type Sessions interface {
+	// CreateSession stores s; ErrExists when the id is taken. CreatedAt and
+	// UpdatedAt are set by the store when zero.
+	CreateSession(ctx context.Context, s Session) (Session, error)
+	// GetSession returns the session with its message count and last seq.
+	GetSession(ctx context.Context, id string) (Session, error)
+	// ListSessions pages through sessions, newest first.
+	ListSessions(ctx context.Context, opt ListOptions) (SessionPage, error)
+	// DeleteSession removes a session with its messages and events.
+	DeleteSession(ctx context.Context, id string) error
+	// UpdateSession replaces Title and Metadata.
+	UpdateSession(ctx context.Context, s Session) error
+}
+
+// Messages stores the conversation the model sees.
+type Messages interface {
+	// AppendMessages appends to the session's conversation; ErrNotFound for
+	// an unknown session.
+	AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) error
+	// ReplaceMessages swaps the whole conversation atomically (history
+	// repair, compaction, /clear).
+	ReplaceMessages(ctx context.Context, sessionID string, msgs []llm.Message) error
+	// LoadMessages returns the conversation in order.
+	LoadMessages(ctx context.Context, sessionID string) ([]llm.Message, error)
+}
+
+// Events stores a session's event log.
+type Events interface {
+	// AppendEvents stores events, assigning each the session's next seq
+	// atomically (concurrent appenders never get the same seq), and returns
+	// them with Seq and CreatedAt set. ErrNotFound for an unknown session.
+	AppendEvents(ctx context.Context, sessionID string, events ...Event) ([]Event, error)
+	// ReadEvents returns up to limit events with seq > after, in order.
+	ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error)
+}
+
+// Store is everything the runtime persists.
+type Store interface {
+	Sessions
+	Messages
+	Events
+	Close() error
+}
