@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"sync/atomic"
 	"strings"
 	"time"
 
@@ -65,7 +66,11 @@ func fake() (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		if bytes.Contains(body, []byte(`"role":"tool"`)) {
@@ -77,6 +82,10 @@ func fake() (url string, stop func(), err error) {
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String() + "/v1", func() { srv.Close() }, nil
 }
+
+// conns counts connections the fake accepted, to show that both clients
+// reuse them.
+var conns atomic.Int64
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"what to echo"`
@@ -327,6 +336,7 @@ func bench(runs, rounds int) error {
 	fmt.Printf("%-8s %12.0f %14.0f %14.0f\n", "engine", median(eng[0]), median(eng[1]), median(eng[2]))
 	fmt.Printf("%-8s %12.0f %14.0f %14.0f\n", "bare", median(bare[0]), median(bare[1]), median(bare[2]))
 	fmt.Printf("ratio engine/bare (throughput): %.3f\n", median(eng[0])/median(bare[0]))
+	fmt.Printf("connections accepted by the fake: %d\n", conns.Load())
 	fmt.Printf("goroutines: %d before, %d after %d engine runs\n", g0, g1, rounds*(runs+runs/4+1))
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/weft-run/weft/internal/sse"
 	"github.com/weft-run/weft/llm"
@@ -168,7 +167,7 @@ func (d *decoder) run() error {
 			d.f.SetUsage(d.usage)
 			d.f.Finish(llm.Outcome{Status: llm.StatusCompleted, StopReason: d.stop, StopSequence: d.seq})
 			if !d.f.Stopped() {
-				d.drain()
+				d.resp.Drain()
 			}
 			return nil
 		case "error":
@@ -185,20 +184,6 @@ func (d *decoder) run() error {
 			return nil
 		}
 	}
-}
-
-// drainGrace bounds the wait for the end of the body after message_stop.
-const drainGrace = 100 * time.Millisecond
-
-// drain reads what follows message_stop, normally just the end of the
-// chunked body, so that an HTTP/1.1 connection returns to the pool rather
-// than being closed and dialled again for the next call (HTTP/2 does not
-// need this). A server that holds the response open is cut off after
-// drainGrace: the message is complete either way.
-func (d *decoder) drain() {
-	t := time.AfterFunc(drainGrace, d.resp.Close)
-	defer t.Stop()
-	_, _ = io.CopyN(io.Discard, d.resp.Body, 64<<10)
 }
 
 func malformed(format string, args ...any) *llm.Error {

@@ -162,6 +162,7 @@ func (d *decoder) read(ctx context.Context, resp *wire.Response) error {
 			continue
 		}
 		if bytes.HasPrefix(ev.Data, done) {
+			resp.Drain()
 			return d.complete()
 		}
 		if err := d.frame(ev.Data); err != nil {
