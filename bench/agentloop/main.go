@@ -23,8 +23,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-run/weft/agent"
