@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weft-run/weft/store"
+)
+
+// holdWriter takes the single write connection so that appends pile up
+// behind it and form groups; release lets them through.
+func holdWriter(t *testing.T, db *DB) (release func()) {
+	t.Helper()
+	tx, err := db.w.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = tx.Rollback() }
+}
+
+func createSessions(t *testing.T, db *DB, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := db.CreateSession(t.Context(), store.Session{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGroupFailureIsolated: a request that fails inside a shared
+// transaction fails alone; the requests grouped with it are stored, with
+// gap-free seqs.
+func TestGroupFailureIsolated(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := openTest(t, filepath.Join(t.TempDir(), "weft.db"))
+	defer db.Close()
+	createSessions(t, db, "s")
+	// A real failure at insert time, past AppendEvents' own validation.
+	if _, err := db.w.ExecContext(ctx, `CREATE TRIGGER poison BEFORE INSERT ON events
+		WHEN NEW.type = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned event'); END`); err != nil {
+		t.Fatal(err)
+	}
+
+	release := holdWriter(t, db)
+	const good = 20
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		seqsOK   []int64
+		poisoned error
+		missing  error
+	)
+	for i := range good {
+		wg.Go(func() {
+			got, err := db.AppendEvents(ctx, "s", store.Event{Type: "ok", Data: json.RawMessage(fmt.Sprint(i))})
+			if err != nil {
+				t.Errorf("good append %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			seqsOK = append(seqsOK, got[0].Seq)
+			mu.Unlock()
+		})
+		if i == good/2 {
+			// In the middle of the queue, so that they share a group with
+			// good requests on both sides.
+			wg.Go(func() {
+				_, poisoned = db.AppendEvents(ctx, "s", store.Event{Type: "ok"}, store.Event{Type: "poison"})
+			})
+			wg.Go(func() {
+				_, missing = db.AppendEvents(ctx, "nope", store.Event{Type: "ok"})
+			})
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	release()
+	wg.Wait()
+
+	if poisoned == nil || !strings.Contains(poisoned.Error(), "poisoned event") {
+		t.Errorf("poisoned append: %v, want the trigger's error", poisoned)
+	}
+	if !errors.Is(missing, store.ErrNotFound) {
+		t.Errorf("append to a missing session: %v, want ErrNotFound", missing)
+	}
+	slices.Sort(seqsOK)
+	want := make([]int64, good)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	if !slices.Equal(seqsOK, want) {
+		t.Errorf("good appends got seqs %v, want 1..%d", seqsOK, good)
+	}
+	events, err := db.ReadEvents(ctx, "s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Type != "ok" || e.Data == nil {
+			t.Errorf("stored event %d from the failed batch: %+v", e.Seq, e)
+		}
+	}
+	if len(events) != good {
+		t.Errorf("%d events stored, want %d", len(events), good)
+	}
+}
+
+// TestCanceledWhileQueued: a caller that gives up while its append waits
+// gets its context's error and its events are never stored; the requests
+// around it are.
+func TestCanceledWhileQueued(t *testing.T) {
+	t.Parallel()
+	db := openTest(t, filepath.Join(t.TempDir(), "weft.db"))
+	defer db.Close()
+	createSessions(t, db, "s")
+	release := holdWriter(t, db)
+
+	bg := context.Background()
+	var wg sync.WaitGroup
+	appendType := func(ctx context.Context, typ string) error {
+		_, err := db.AppendEvents(ctx, "s", store.Event{Type: typ})
+		return err
+	}
+	wg.Go(func() {
+		if err := appendType(bg, "a"); err != nil {
+			t.Errorf("first append: %v", err)
+		}
+	})
+	time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithCancel(bg)
+	canceled := make(chan error, 1)
+	go func() { canceled <- appendType(ctx, "canceled") }()
+	time.Sleep(10 * time.Millisecond)
+	wg.Go(func() {
+		if err := appendType(bg, "c"); err != nil {
+			t.Errorf("last append: %v", err)
+		}
+	})
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-canceled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("canceled append returned %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a canceled append still waits for the write lock")
+	}
+	release()
+	wg.Wait()
+
+	events, err := db.ReadEvents(bg, "s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	slices.Sort(types)
+	if !slices.Equal(types, []string{"a", "c"}) {
+		t.Errorf("stored %v, want a and c only", types)
+	}
+}
+
+// TestCloseDuringAppends: Close while appends are in flight neither hangs
+// nor panics, and every append that reported success is in the file.
+func TestCloseDuringAppends(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	db := openTest(t, path)
+	createSessions(t, db, "s")
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+		ok []int64
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				got, err := db.AppendEvents(context.Background(), "s", store.Event{Type: "e"})
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				ok = append(ok, got[0].Seq)
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(30 * time.Millisecond)
+	if err := db.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	wg.Wait()
+	if _, err := db.AppendEvents(t.Context(), "s", store.Event{Type: "late"}); err == nil {
+		t.Error("AppendEvents after Close succeeded")
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	db = openTest(t, path)
+	defer db.Close()
+	events, err := db.ReadEvents(t.Context(), "s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int64]bool{}
+	for _, e := range events {
+		stored[e.Seq] = true
+	}
+	for _, s := range ok {
+		if !stored[s] {
+			t.Errorf("seq %d was acknowledged but is not stored", s)
+		}
+	}
+	if len(events) != len(ok) {
+		t.Errorf("%d events stored, %d acknowledged: a failed append stored something", len(events), len(ok))
+	}
+	if len(ok) == 0 {
+		t.Error("no append succeeded before Close")
+	}
+}

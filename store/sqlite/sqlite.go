@@ -1,0 +1,225 @@
+// Package sqlite is weft's embedded store: a store.Store on one SQLite file
+// (modernc.org/sqlite, pure Go, no cgo).
+//
+// # Concurrency
+//
+// SQLite allows one writer at a time. Every write goes through a pool of
+// exactly one connection whose transactions begin IMMEDIATE, so writers in
+// this process queue in database/sql instead of failing with SQLITE_BUSY,
+// and a writer in another process is waited for (Options.BusyTimeout)
+// rather than deadlocking on a lock upgrade. Concurrent event appends share
+// transactions (group commit, see appender.go). Reads use a separate pool;
+// in WAL mode they see the last committed state without blocking the
+// writer or each other.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=NORMAL: a commit is
+// written to the WAL but not fsynced (the WAL is synced at checkpoints). A
+// crash of the process never loses a committed transaction: the write is
+// in the OS page cache, and the next open replays the WAL. A power loss or
+// kernel crash can lose the transactions committed since the last sync,
+// but leaves a consistent database. Options.SyncFull (fsync per commit)
+// closes that window at a large cost in append throughput.
+//
+// # Timestamps
+//
+// Times are stored as UTC unix nanoseconds, so they round-trip exactly
+// (returned in UTC, without a monotonic reading) between the years 1678
+// and 2262; times outside that range are rejected. A session's UpdatedAt
+// moves whenever its header or conversation changes (not on event
+// appends), and never backwards.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/weft-run/weft/store"
+)
+
+// Options tunes Open. The zero value is the recommended configuration.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process (another weft, the sqlite3 shell) before failing. Writers in
+	// this process never wait on SQLite's lock: they queue for the single
+	// write connection. Zero means 5s.
+	BusyTimeout time.Duration
+
+	// MaxReadConns bounds the read pool. Zero means max(4, GOMAXPROCS).
+	// Ignored for ":memory:", where reads share the write connection.
+	MaxReadConns int
+
+	// SyncFull fsyncs the WAL on every commit (synchronous=FULL), so that a
+	// power loss cannot drop acknowledged writes either. It costs most of
+	// the append throughput on ordinary disks.
+	SyncFull bool
+}
+
+// DB is a store.Store backed by one SQLite database. It is safe for
+// concurrent use.
+type DB struct {
+	path string
+	w    *sql.DB // exactly one connection: the write path
+	r    *sql.DB // the read pool; == w for ":memory:"
+	st   stmts
+
+	appender *appender // nil until Open succeeds
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens (creating it, and its parent directory, if needed) the
+// database at path and brings its schema up to date. path ":memory:" opens
+// a private in-memory database that lives until Close.
+//
+// A database written by a newer weft (a schema version this binary does
+// not know) is refused with an error wrapping ErrSchemaTooNew rather than
+// risk misreading it.
+func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path (use \":memory:\" for a temporary database)")
+	}
+	busy := opt.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	sync := "NORMAL"
+	if opt.SyncFull {
+		sync = "FULL"
+	}
+	memory := path == ":memory:"
+
+	var base string
+	if memory {
+		base = ":memory:"
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		}
+		if err := prepareFile(abs); err != nil {
+			return nil, err
+		}
+		path = abs
+		base = fileURI(abs)
+	}
+
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busy.Milliseconds()))
+	q.Set("_foreign_keys", "on")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", sync)
+	q.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", base+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// One connection makes database/sql the write queue. For ":memory:" it
+	// is also the only copy of the database, so it must never be recycled.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	db := &DB{path: path, w: w, r: w}
+	fail := func(err error) (*DB, error) {
+		db.Close()
+		return nil, err
+	}
+	if err := w.PingContext(ctx); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+	}
+	if !memory {
+		var mode string
+		if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+		}
+		if !strings.EqualFold(mode, "wal") {
+			return fail(fmt.Errorf("sqlite: open %s: journal_mode is %q, want wal (is the file on a network filesystem?)", path, mode))
+		}
+	}
+	if err := migrate(ctx, w); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+	}
+
+	if !memory {
+		rq := url.Values{}
+		rq.Set("_busy_timeout", fmt.Sprint(busy.Milliseconds()))
+		// A guard, not a permission: nothing on the read path should write.
+		rq.Set("_query_only", "1")
+		r, err := sql.Open("sqlite", base+"?"+rq.Encode())
+		if err != nil {
+			return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+		}
+		n := opt.MaxReadConns
+		if n <= 0 {
+			n = max(4, runtime.GOMAXPROCS(0))
+		}
+		r.SetMaxOpenConns(n)
+		r.SetMaxIdleConns(n)
+		db.r = r
+	}
+	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+	}
+	db.appender = startAppender(db)
+	return db, nil
+}
+
+// Close closes the database, after the appends in flight. Calls after
+// Close fail; Close itself can be called again.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		if db.appender != nil {
+			db.appender.stop()
+		}
+		errs := []error{db.st.close()}
+		// Readers first, so that the writer is the last connection and
+		// checkpoints the WAL back into the database file.
+		if db.r != db.w && db.r != nil {
+			errs = append(errs, db.r.Close())
+		}
+		errs = append(errs, db.w.Close())
+		db.closeErr = errors.Join(errs...)
+	})
+	return db.closeErr
+}
+
+// prepareFile creates the parent directory and an empty database file, both
+// private to the user: the database holds whole conversations, and SQLite
+// gives its WAL and shared-memory files the mode of the database file.
+func prepareFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// fileURI turns an absolute path into a SQLite URI, escaping what would
+// otherwise end the path ('?', '#') or be decoded ('%').
+func fileURI(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows drive letters: file:///C:/...
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
+}
