@@ -51,6 +51,22 @@ func (a *Agent) ResumeSession(history []llm.Message) *Session {
 	return s
 }
 
+// ResumeSessionWith is ResumeSession with the tools' session state (files
+// read, todo list) carried over from an earlier session, for front doors
+// that build a fresh Agent per turn (per-turn model or prompt overrides)
+// but keep one conversation.
+func (a *Agent) ResumeSessionWith(history []llm.Message, state *tool.Session) *Session {
+	s := a.ResumeSession(history)
+	if state != nil {
+		s.tools = state
+	}
+	return s
+}
+
+// ToolState returns the tools' session state, to carry it to a resumed
+// session.
+func (s *Session) ToolState() *tool.Session { return s.tools }
+
 // Messages returns a copy of the conversation.
 func (s *Session) Messages() []llm.Message {
 	s.mu.Lock()
