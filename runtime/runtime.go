@@ -108,6 +108,7 @@ type live struct {
 }
 
 type queued struct {
+	seq  int64 // of its user_message event
 	text string
 	opt  TurnOptions
 }
@@ -182,11 +183,13 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 		}
 		l.mu.Unlock()
 	}
-	if err := rt.cfg.Store.DeleteSession(ctx, id); err != nil {
+	// Readers end with ErrSessionClosed before the store forgets the
+	// session, rather than meeting ErrNotFound halfway through.
+	if _, err := rt.cfg.Store.GetSession(ctx, id); err != nil {
 		return err
 	}
 	rt.elog.CloseSession(id)
-	return nil
+	return rt.cfg.Store.DeleteSession(ctx, id)
 }
 
 // Subscribe returns a reader of the session's events after seq `after`
@@ -202,8 +205,11 @@ func (rt *Runtime) Messages(ctx context.Context, sessionID string) ([]llm.Messag
 
 // Send appends a user message to the session and runs a turn on it in the
 // background, after any turn already running (messages are consumed in
-// order). It returns the seq of the user_message event that starts the
-// turn's events: a client streams the turn by subscribing after seq-1.
+// order). It returns the seq of the message's user_message event. The
+// turn's own events start with a message_consumed event whose message_seq
+// is that seq and end with the next done; a message dropped by Cancel gets
+// a message_dropped event instead. A client streams its turn by reading
+// after seq-1, skipping to its message_consumed.
 func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOptions) (int64, error) {
 	if _, err := rt.cfg.Store.GetSession(ctx, sessionID); err != nil {
 		return 0, err
@@ -217,7 +223,7 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 		return 0, err
 	}
 	l.mu.Lock()
-	l.queue = append(l.queue, queued{text: text, opt: opt})
+	l.queue = append(l.queue, queued{seq: evs[0].Seq, text: text, opt: opt})
 	start := !l.running
 	if start {
 		l.running = true
@@ -231,8 +237,9 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 }
 
 // Cancel stops the session's running turn (cooperatively: tools are
-// cancelled, the history is repaired) and drops queued messages. It
-// reports whether a turn was running.
+// cancelled, the history is repaired) and drops queued messages, each
+// recorded with a message_dropped event. It reports whether a turn was
+// running.
 func (rt *Runtime) Cancel(sessionID string) bool {
 	rt.mu.Lock()
 	l := rt.live[sessionID]
@@ -241,13 +248,30 @@ func (rt *Runtime) Cancel(sessionID string) bool {
 		return false
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	dropped := l.queue
 	l.queue = nil
-	if l.cancel != nil {
+	running := l.cancel != nil
+	if running {
 		l.cancel()
-		return true
 	}
-	return false
+	l.mu.Unlock()
+	rt.dropped(sessionID, dropped, "cancelled")
+	return running
+}
+
+// dropped records queued messages that will never run.
+func (rt *Runtime) dropped(sessionID string, qs []queued, reason string) {
+	for _, q := range qs {
+		if _, err := rt.append(context.Background(), sessionID, "message_dropped", MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
+			rt.log.Error("recording a dropped message failed", "session", sessionID, "error", err)
+		}
+	}
+}
+
+// MessageData is the payload of message_consumed and message_dropped.
+type MessageData struct {
+	MessageSeq int64  `json:"message_seq"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // Answer answers a pending permission request of the session.

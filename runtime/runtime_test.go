@@ -110,7 +110,7 @@ func TestTurnPersistsEventsAndHistory(t *testing.T) {
 	}
 	evs := readTurn(t, rt, s.ID, seq-1, nil)
 	got := strings.Join(types(evs), " ")
-	if got != "user_message turn_start text_delta text_delta text turn_end done" {
+	if got != "user_message message_consumed turn_start text_delta text_delta text turn_end done" {
 		t.Fatalf("events: %s", got)
 	}
 	for i, e := range evs {
@@ -264,8 +264,8 @@ func TestQueueCancelAndErrors(t *testing.T) {
 	// A turn that cannot resolve its model ends with error and done.
 	seq3, _ := rt.Send(ctx, s.ID, "x", runtime.TurnOptions{Model: "missing:model"})
 	evs = readTurn(t, rt, s.ID, seq3-1, nil)
-	if got := strings.Join(types(evs), " "); got != "user_message error done" || !strings.Contains(string(evs[1].Data), "MISSING_API_KEY") {
-		t.Fatalf("events %s: %s", got, evs[1].Data)
+	if got := strings.Join(types(evs), " "); got != "user_message message_consumed error done" || !strings.Contains(string(evs[2].Data), "MISSING_API_KEY") {
+		t.Fatalf("events %s: %s", got, evs[2].Data)
 	}
 	if _, err := rt.Send(ctx, "sess_nope", "x", runtime.TurnOptions{}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
@@ -309,5 +309,53 @@ func TestRestartContinues(t *testing.T) {
 	msgs := p2.Requests()[0].Messages
 	if len(msgs) != 3 || msgs[1].Text() != "first" || msgs[2].Text() != "two" {
 		t.Fatalf("history after restart: %+v", msgs)
+	}
+}
+
+// TestQueuedMessagesAreMarked checks that a message sent while a turn runs
+// is consumed after it, with its own marker, so that a client can stream
+// exactly its turn; and that Cancel records the messages it drops.
+func TestQueuedMessagesAreMarked(t *testing.T) {
+	t.Parallel()
+	p := llmtest.NewScripted("scripted",
+		llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("c1", "Block", `{"text":"x"}`)}},
+	)
+	rt, db := setup(t, filepath.Join(t.TempDir(), "w.db"), p, "", nil)
+	defer db.Close()
+	defer rt.Shutdown(context.Background())
+	ctx := context.Background()
+	s, _ := rt.CreateSession(ctx, "")
+	first, _ := rt.Send(ctx, s.ID, "block", runtime.TurnOptions{})
+	r := rt.Subscribe(s.ID, first-1)
+	defer r.Close()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	next := func(want string) store.Event {
+		for {
+			ev, err := r.Next(rctx)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", want, err)
+			}
+			if ev.Type == want {
+				return ev
+			}
+		}
+	}
+	var m runtime.MessageData
+	json.Unmarshal(next("message_consumed").Data, &m)
+	if m.MessageSeq != first {
+		t.Fatalf("consumed %d, want %d", m.MessageSeq, first)
+	}
+	next("tool_use")
+	second, _ := rt.Send(ctx, s.ID, "queued", runtime.TurnOptions{})
+	third, _ := rt.Send(ctx, s.ID, "queued too", runtime.TurnOptions{})
+	rt.Cancel(s.ID)
+	var dropped []int64
+	for len(dropped) < 2 {
+		json.Unmarshal(next("message_dropped").Data, &m)
+		dropped = append(dropped, m.MessageSeq)
+	}
+	if dropped[0] != second || dropped[1] != third {
+		t.Fatalf("dropped %v, want [%d %d]", dropped, second, third)
 	}
 }

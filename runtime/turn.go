@@ -29,9 +29,11 @@ func (rt *Runtime) drain(l *live) {
 	for {
 		l.mu.Lock()
 		if len(l.queue) == 0 || rt.shutdown.Err() != nil {
+			dropped := l.queue
 			l.running = false
 			l.queue = nil
 			l.mu.Unlock()
+			rt.dropped(l.id, dropped, "shutting down")
 			return
 		}
 		q := l.queue[0]
@@ -54,6 +56,9 @@ func (rt *Runtime) drain(l *live) {
 func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	// Persisting must outlive a cancelled turn.
 	bg := context.WithoutCancel(ctx)
+	if _, err := rt.append(bg, l.id, "message_consumed", MessageData{MessageSeq: q.seq}); err != nil {
+		rt.log.Error("appending an event failed", "session", l.id, "type", "message_consumed", "error", err)
+	}
 	fail := func(err error) {
 		rt.log.Error("turn failed to start", "session", l.id, "error", err)
 		_, _ = rt.append(bg, l.id, string(agent.EventError), agent.ErrorData{Error: err.Error()})
