@@ -93,7 +93,10 @@ type Runtime struct {
 // live is a session's in-memory state: its agent session (history), the
 // turn queue and the pending permission requests.
 type live struct {
-	id      string
+	id string
+	// sendMu makes appending a message's user_message event and queueing
+	// it one step, so that messages run in the order of their seqs.
+	sendMu  sync.Mutex
 	mu      sync.Mutex
 	history []llm.Message
 	loaded  bool
@@ -218,6 +221,8 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 	if err != nil {
 		return 0, err
 	}
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
 	evs, err := rt.append(ctx, sessionID, "user_message", map[string]any{"text": text})
 	if err != nil {
 		return 0, err

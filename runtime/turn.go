@@ -83,14 +83,27 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	}
 	s := a.ResumeSessionWith(l.history, state)
 	l.tools = s
+	saved := false
+	save := func() {
+		saved = true
+		l.history = s.Messages()
+		if err := rt.cfg.Store.ReplaceMessages(bg, l.id, l.history); err != nil {
+			rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
+		}
+	}
 	for ev := range s.Run(ctx, q.text) {
+		if ev.Type == agent.EventDone {
+			// Saved before done is visible: a client that reads done and
+			// asks for the session must see the turn, and a crash after
+			// done must not lose it.
+			save()
+		}
 		if _, err := rt.append(bg, l.id, string(ev.Type), ev.Data); err != nil {
 			rt.log.Error("appending an event failed", "session", l.id, "type", ev.Type, "error", err)
 		}
 	}
-	l.history = s.Messages()
-	if err := rt.cfg.Store.ReplaceMessages(bg, l.id, l.history); err != nil {
-		rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
+	if !saved {
+		save()
 	}
 }
 

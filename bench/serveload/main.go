@@ -1,0 +1,347 @@
+// Command serveload measures weft serve end to end on loopback: the real
+// HTTP handler, runtime, event log and SQLite store, with an in-process
+// model that streams N text deltas per turn, each stamped with the time the
+// provider emitted it, so that the client can measure the latency weft adds
+// between a provider delta and the SSE frame that carries it.
+//
+//	go run ./bench/serveload -sessions 1,100,1000 -deltas 50 -readers 1,100,1000 -idle 1000
+//
+// (a) concurrent streaming sessions: delivered events/s and added latency
+// p50/p99; (b) one session fanned out to R readers of its event stream:
+// delivered events/s; (c) resident memory per idle session.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-run/weft/llm"
+	weftrt "github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/store/sqlite"
+)
+
+// stamped is a provider that streams deltas carrying their emission time.
+type stamped struct{ deltas int }
+
+func (stamped) Name() string { return "stamped" }
+
+func (p stamped) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Event] {
+	return func(yield func(llm.Event) bool) {
+		f := llm.NewFramer(yield)
+		i, ok := f.Start(llm.Block{Type: llm.BlockText})
+		if !ok {
+			return
+		}
+		for range p.deltas {
+			if ctx.Err() != nil {
+				f.Fail("stamped", ctx.Err())
+				return
+			}
+			if !f.Delta(i, "t"+strconv.FormatInt(time.Now().UnixNano(), 10)+" ") {
+				return
+			}
+		}
+		f.Stop(i)
+		f.SetUsage(llm.Usage{InputTokens: 10, OutputTokens: p.deltas})
+		f.Finish(llm.Outcome{Status: llm.StatusCompleted, StopReason: llm.StopEndTurn})
+	}
+}
+
+type resolver struct{ p llm.Provider }
+
+func (r resolver) Resolve(string) (llm.Provider, llm.ModelInfo, error) {
+	return r.p, llm.ModelInfo{ID: "stamped", Provider: "stamped", MaxOutputTokens: 1000}, nil
+}
+
+func main() {
+	sessions := flag.String("sessions", "1,100,1000", "concurrent streaming sessions to measure, comma-separated")
+	deltas := flag.Int("deltas", 50, "text deltas per turn")
+	readers := flag.String("readers", "1,100,1000", "readers of one session's stream, comma-separated")
+	idle := flag.Int("idle", 1000, "idle sessions for the memory measurement (0 skips it)")
+	flag.Parse()
+	if err := run(ints(*sessions), *deltas, ints(*readers), *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "serveload:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func run(sessionCounts []int, deltas int, readerCounts []int, idle int) error {
+	dir, err := os.MkdirTemp("", "serveload")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "weft.db"), sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{deltas}}, DefaultModel: "stamped:m",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer rt.Shutdown(ctx)
+	h := server.New(server.Config{Runtime: rt, RateLimit: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 10000, MaxConnsPerHost: 0}}
+
+	fmt.Printf("(a) concurrent streaming sessions, %d deltas per turn\n", deltas)
+	fmt.Printf("%10s %14s %12s %12s\n", "sessions", "events/s", "p50 added", "p99 added")
+	for _, n := range sessionCounts {
+		evs, lat, el, err := streamSessions(client, base, n)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%10d %14.0f %12s %12s\n", n, float64(evs)/el.Seconds(), pct(lat, 50), pct(lat, 99))
+	}
+
+	fmt.Printf("\n(b) one session fanned out, %d deltas per turn\n", deltas)
+	fmt.Printf("%10s %16s\n", "readers", "delivered ev/s")
+	for _, r := range readerCounts {
+		rate, err := fanout(client, base, r)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%10d %16.0f\n", r, rate)
+	}
+
+	if idle > 0 {
+		per, err := idleMemory(client, base, idle)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\n(c) heap per idle session (%d sessions): %.1f KiB\n", idle, per/1024)
+	}
+	return nil
+}
+
+func post(client *http.Client, url string, body any) (*http.Response, error) {
+	b, _ := json.Marshal(body)
+	return client.Post(url, "application/json", bytes.NewReader(b))
+}
+
+func createSession(client *http.Client, base string) (string, error) {
+	resp, err := post(client, base+"/v1/sessions", map[string]any{})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var s struct {
+		ID string `json:"session_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != 201 {
+		return "", fmt.Errorf("create session: %d %v", resp.StatusCode, err)
+	}
+	return s.ID, nil
+}
+
+// readSSE reads frames until done, calling fn with each event's type and
+// data; it returns the number of frames.
+func readSSE(r io.Reader, fn func(typ string, data []byte)) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var typ string
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte("event: ")):
+			typ = string(line[7:])
+		case bytes.HasPrefix(line, []byte("data: ")):
+			n++
+			if fn != nil {
+				fn(typ, line[6:])
+			}
+			if typ == "done" {
+				return n, nil
+			}
+		}
+	}
+	return n, fmt.Errorf("stream ended before done: %v", sc.Err())
+}
+
+// stampLatencies extracts the provider timestamps in a text_delta payload.
+func stampLatency(data []byte, now int64, lat *[]time.Duration) {
+	var d struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(data, &d) != nil || !strings.HasPrefix(d.Text, "t") {
+		return
+	}
+	if ts, err := strconv.ParseInt(strings.TrimSpace(d.Text[1:]), 10, 64); err == nil {
+		*lat = append(*lat, time.Duration(now-ts))
+	}
+}
+
+func streamSessions(client *http.Client, base string, n int) (int64, []time.Duration, time.Duration, error) {
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := createSession(client, base)
+		if err != nil {
+			return 0, nil, 0, err
+		}
+		ids[i] = id
+	}
+	var total atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := time.Now()
+	for _, id := range ids {
+		wg.Go(func() {
+			resp, err := post(client, base+"/v1/sessions/"+id+"/messages", map[string]any{"prompt": "go"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b, _ := io.ReadAll(resp.Body)
+				errs <- fmt.Errorf("messages: %d %s", resp.StatusCode, b)
+				return
+			}
+			var lat []time.Duration
+			k, err := readSSE(resp.Body, func(typ string, data []byte) {
+				if typ == "text_delta" {
+					stampLatency(data, time.Now().UnixNano(), &lat)
+				}
+			})
+			if err != nil {
+				errs <- err
+				return
+			}
+			total.Add(int64(k))
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, nil, 0, err
+	default:
+	}
+	return total.Load(), all, el, nil
+}
+
+func fanout(client *http.Client, base string, readers int) (float64, error) {
+	id, err := createSession(client, base)
+	if err != nil {
+		return 0, err
+	}
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	ready := make(chan struct{}, readers)
+	errs := make(chan error, readers)
+	for range readers {
+		wg.Go(func() {
+			resp, err := client.Get(base + "/v1/sessions/" + id + "/events?after=0")
+			if err != nil {
+				errs <- err
+				ready <- struct{}{}
+				return
+			}
+			defer resp.Body.Close()
+			ready <- struct{}{}
+			k, err := readSSE(resp.Body, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			total.Add(int64(k))
+		})
+	}
+	for range readers {
+		<-ready
+	}
+	start := time.Now()
+	resp, err := post(client, base+"/v1/sessions/"+id+"/messages", map[string]any{"prompt": "go"})
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	wg.Wait()
+	el := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(total.Load()) / el.Seconds(), nil
+}
+
+func idleMemory(client *http.Client, base string, n int) (float64, error) {
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range n {
+		id, err := createSession(client, base)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := post(client, base+"/v1/sessions/"+id+"/messages", map[string]any{"prompt": "hi"})
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n), nil
+}
+
+func pct(d []time.Duration, p int) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := len(s) * p / 100
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return s[i].Round(10 * time.Microsecond).String()
+}

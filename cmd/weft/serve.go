@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/weft-run/weft/llm/cassette"
+	"github.com/weft-run/weft/llm/registry"
+	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/store/sqlite"
+	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/tool/builtin"
+)
+
+// serveShutdownTimeout bounds a graceful shutdown: turns get this long to
+// reach a safe point, connections to drain.
+const serveShutdownTimeout = 30 * time.Second
+
+// serveFlags are weft serve's settings.
+type serveFlags struct {
+	modelFlags
+	config         string
+	addr           string
+	db             string
+	workspace      string
+	provider       string
+	bearerToken    string
+	cors           string
+	rateLimit      int
+	permissionMode string
+	keepalive      time.Duration
+	system         string
+	maxTurns       int
+	logLevel       string
+}
+
+func newServeCmd(env environ) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the /v1 HTTP API (REST, SSE and WebSocket) over durable sessions in SQLite",
+		Long: `serve runs weft's HTTP API: one-shot runs, sessions whose every event is
+stored in SQLite and can be replayed or followed live by any number of
+clients (resume with Last-Event-ID), permission requests answered over HTTP,
+and a WebSocket. See the README's "weft serve" section for curl examples.
+
+Every flag can also be set in the environment as WEFT_<NAME> (upper case,
+dashes as underscores: WEFT_BEARER_TOKEN, WEFT_RATE_LIMIT) and in a config
+file given with --config (or WEFT_CONFIG). A flag beats the environment,
+which beats the file, which beats the default.
+
+The config file is either a JSON object or lines of "name = value" (or
+"name: value"); names are the flag names, "#" starts a comment and values
+may be quoted:
+
+  # weft.conf
+  addr = 0.0.0.0:8080
+  db = /var/lib/weft/weft.db
+  model = anthropic:claude-sonnet-4-5
+  bearer-token = "change me"
+  cors = http://localhost:3000, http://localhost:5173
+
+The server starts without any model or API key: the model is resolved per
+turn (the default from --model, or the request's "model"), so a turn that
+cannot get one ends with an error event saying why.
+
+SIGINT or SIGTERM shut it down gracefully: no new connections, running
+turns are cancelled at a safe point (their streams get their done event),
+event streams end, the database is closed, and weft exits 0.`,
+		Example: `  weft serve --model anthropic:claude-sonnet-4-5
+  WEFT_BEARER_TOKEN=secret weft serve --addr 0.0.0.0:8080 --cors '*'
+  weft serve --config /etc/weft.conf`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.load(cmd.Flags(), env.getenv); err != nil {
+				return err
+			}
+			return f.run(cmd.Context(), env)
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+func (f *serveFlags) register(fs *pflag.FlagSet) {
+	f.modelFlags.register(fs)
+	fs.StringVar(&f.config, "config", "", "config file: JSON or name = value lines (see above)")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
+	fs.StringVar(&f.db, "db", "./weft.db", "SQLite database file (created, migrated at start; WAL mode)")
+	fs.StringVarP(&f.workspace, "workspace", "w", "", "directory the tools work in and are confined to (default: current directory)")
+	fs.StringVar(&f.provider, "provider", "", "provider of --model when it names none (anthropic, openai, gemini, ollama, ...)")
+	fs.StringVar(&f.bearerToken, "bearer-token", "", "require Authorization: Bearer <token> on every request but /v1/health")
+	fs.StringVar(&f.cors, "cors", "", "allowed CORS origins, comma-separated, or * for any")
+	fs.IntVar(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per minute per client IP (0 turns the limit off)")
+	fs.StringVar(&f.permissionMode, "permission-mode", "default", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits run, the rest asks) | bypass (ask nothing)")
+	fs.DurationVar(&f.keepalive, "keepalive", server.DefaultKeepalive, "SSE heartbeat interval")
+	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
+}
+
+// envName is the environment variable of a flag.
+func envName(flag string) string {
+	return "WEFT_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// load fills every flag not given on the command line from the
+// environment, then from the config file.
+func (f *serveFlags) load(fs *pflag.FlagSet, getenv func(string) string) error {
+	path := f.config
+	if !fs.Changed("config") {
+		path = getenv(envName("config"))
+	}
+	var file map[string]string
+	if path != "" {
+		var err error
+		if file, err = readServeConfig(path); err != nil {
+			return err
+		}
+		for name := range file {
+			if fl := fs.Lookup(name); fl == nil || name == "config" || name == "help" {
+				return fmt.Errorf("config %s: unknown setting %q", path, name)
+			}
+		}
+	}
+	var err error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if err != nil || fl.Changed || fl.Name == "config" || fl.Name == "help" {
+			return
+		}
+		if v := getenv(envName(fl.Name)); v != "" {
+			if serr := fs.Set(fl.Name, v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(fl.Name), v, serr)
+			}
+			return
+		}
+		if v, ok := file[fl.Name]; ok {
+			if serr := fs.Set(fl.Name, v); serr != nil {
+				err = fmt.Errorf("config %s: %s = %q: %w", path, fl.Name, v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// readServeConfig reads a JSON object or "name = value" lines into flag
+// names and values. Names may use underscores for dashes.
+func readServeConfig(path string) (map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	out := map[string]string{}
+	norm := func(k string) string { return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "_", "-") }
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
+		var m map[string]json.RawMessage
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		for k, v := range m {
+			s, err := configValue(v)
+			if err != nil {
+				return nil, fmt.Errorf("config %s: %s: %w", path, k, err)
+			}
+			out[norm(k)] = s
+		}
+		return out, nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.IndexAny(line, "=:")
+		if i <= 0 {
+			return nil, fmt.Errorf("config %s:%d: want name = value, got %q", path, n, line)
+		}
+		k, v := norm(line[:i]), strings.TrimSpace(line[i+1:])
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		} else if j := strings.Index(v, " #"); j >= 0 {
+			v = strings.TrimSpace(v[:j]) // a trailing comment after an unquoted value
+		}
+		out[k] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// configValue renders a JSON value as the flag's string form: strings as
+// they are, numbers and booleans as written, arrays comma-joined.
+func configValue(v json.RawMessage) (string, error) {
+	var x any
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&x); err != nil {
+		return "", err
+	}
+	switch t := x.(type) {
+	case string:
+		return t, nil
+	case json.Number:
+		return t.String(), nil
+	case bool:
+		return strconv.FormatBool(t), nil
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return "", errors.New("want an array of strings")
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", errors.New("want a string, number, boolean or array of strings")
+}
+
+// modelSpec is the default model: --provider and --model combined, else
+// what the API keys in the environment suggest, else none.
+func (f *serveFlags) modelSpec(getenv func(string) string) (string, error) {
+	spec := strings.TrimSpace(f.model)
+	if f.provider != "" {
+		if spec == "" {
+			return "", errors.New("--provider needs --model (e.g. --provider ollama --model llama3.3)")
+		}
+		if p, _, err := registry.ParseSpec(spec); err != nil || !strings.EqualFold(p, f.provider) || !strings.Contains(spec, ":") {
+			spec = f.provider + ":" + spec
+		}
+	}
+	if spec == "" {
+		spec = defaultModel(getenv)
+	}
+	return spec, nil
+}
+
+// registry builds the model registry: environment-aware, with --base-url
+// and --api-key applying to the default model's provider, and the
+// cassette, if any, as its HTTP client.
+func (f *serveFlags) registry(spec string, getenv func(string) string) (*registry.Registry, func() error, error) {
+	closeFn := func() error { return nil }
+	cfg := registry.Config{Getenv: getenv, Providers: map[string]registry.ProviderConfig{}}
+	if f.baseURL != "" || f.apiKey != "" {
+		if spec == "" {
+			return nil, closeFn, errors.New("--base-url and --api-key apply to the default model's provider: set --model too")
+		}
+		name, _, err := registry.ParseSpec(spec)
+		if err != nil {
+			return nil, closeFn, err
+		}
+		cfg.Providers[name] = registry.ProviderConfig{BaseURL: f.baseURL, APIKey: f.apiKey}
+	}
+	if f.cassette != "" {
+		mode, err := cassette.ParseMode(f.cassetteMode)
+		if err != nil {
+			return nil, closeFn, fmt.Errorf("--cassette-mode: %w", err)
+		}
+		c, err := cassette.Open(f.cassette, mode)
+		if err != nil {
+			return nil, closeFn, err
+		}
+		closeFn = c.Close
+		cfg.HTTPClient = c.Client(nil)
+		if c.Mode() == cassette.Replay {
+			for _, name := range registry.BuiltinNames() {
+				pc := cfg.Providers[name]
+				if pc.APIKey == "" {
+					pc.APIKey = "cassette-replay"
+				}
+				cfg.Providers[name] = pc
+			}
+		}
+	}
+	return registry.New(cfg), closeFn, nil
+}
+
+func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	mode, err := parseMode(f.permissionMode)
+	if err != nil {
+		return err
+	}
+	if f.keepalive <= 0 {
+		return fmt.Errorf("--keepalive %s: want a positive duration", f.keepalive)
+	}
+	if f.maxTurns < 0 {
+		return fmt.Errorf("--max-turns %d: want a positive number", f.maxTurns)
+	}
+	ws := f.workspace
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	if ws, err = filepath.Abs(ws); err != nil {
+		return err
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return fmt.Errorf("workspace %q is not a directory", ws)
+	}
+	spec, err := f.modelSpec(env.getenv)
+	if err != nil {
+		return err
+	}
+	models, closeModels, err := f.registry(spec, env.getenv)
+	if err != nil {
+		return err
+	}
+	defer closeModels()
+	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws})...)
+	if err != nil {
+		return err
+	}
+	tools.SetLogger(log)
+	system := f.system
+	if system == "" {
+		system = defaultSystem + "\nThe workspace is " + ws + "."
+	}
+	var cors []string
+	for _, o := range strings.Split(f.cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cors = append(cors, o)
+		}
+	}
+	rateLimit := f.rateLimit
+	if rateLimit <= 0 {
+		rateLimit = -1 // the server's "off"
+	}
+
+	db, err := sqlite.Open(ctx, f.db, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the database: %w", cerr)
+		}
+	}()
+	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
+		System: system, PermissionMode: mode, MaxTurns: f.maxTurns, Logger: log})
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Config{Runtime: rt, Tools: tools.Specs(), BearerToken: f.bearerToken,
+		CORSOrigins: cors, RateLimit: rateLimit, Keepalive: f.keepalive, Logger: log, Version: version()})
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: event streams last as long as their clients;
+		// each frame write has its own deadline instead.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if spec == "" {
+		fmt.Fprintln(env.stderr, "weft serve: no default model (--model, or an API key in the environment): requests must name one in \"model\"")
+	} else {
+		fmt.Fprintf(env.stderr, "weft serve: default model %s\n", spec)
+	}
+	if f.bearerToken == "" && !isLoopback(ln.Addr()) {
+		fmt.Fprintln(env.stderr, "weft serve: warning: listening beyond loopback without --bearer-token")
+	}
+	// Last: scripts (and the tests) take this line as "ready".
+	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), f.db, ws)
+
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		// Serve only returns early on a listener failure.
+		_ = rt.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+
+	fmt.Fprintln(env.stderr, "weft serve: shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdownTimeout)
+	defer cancel()
+	// Stop accepting first; then cancel turns at a safe point (their turn
+	// streams get done and end); then end the streams that follow sessions
+	// live, which never end by themselves; then wait for connections.
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(sctx) }()
+	if err := rt.Shutdown(sctx); err != nil {
+		log.Warn("turns did not stop in time", "error", err)
+	}
+	srv.Close()
+	if err := <-httpDone; err != nil {
+		log.Warn("connections did not drain in time; closing them", "error", err)
+		_ = hs.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(env.stderr, "weft serve: stopped")
+	return nil
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// version is the module version the binary was built from, for the health
+// check ("(devel)" in a source build).
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
+}

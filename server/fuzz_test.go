@@ -1,0 +1,91 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzDecodeBody: any body gets either a decoded request or a 400/413 with
+// the error JSON; decoding never panics, and what decodes validates
+// without panicking.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `null`, `{"prompt":"hi"}`, `{"prompt":"hi","max_turns":3,"stop_sequences":["x"]}`,
+		`{"prompt":5}`, `{"prompt":"x"} x`, `[`, `{"prompt":"\ud800"}`, `{"max_turns":1e400}`,
+		`{"stop_sequences":[null,"a"]}`, `"str"`, `{"allow":true,"reason":"r"}`, "\xff\xfe",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/v1/agent/run", bytes.NewReader(body))
+		var q turnRequest
+		if decodeBody(rec, req, &q) {
+			if rec.Code != http.StatusOK || rec.Body.Len() != 0 {
+				t.Fatalf("decoded, yet wrote a response: %d %s", rec.Code, rec.Body)
+			}
+			msg := q.validate()
+			if msg == "" && strings.TrimSpace(q.Prompt) == "" {
+				t.Fatalf("an empty prompt validates: %q", body)
+			}
+			return
+		}
+		if rec.Code != http.StatusBadRequest && rec.Code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d for %q", rec.Code, body)
+		}
+		var e errorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Type != errInvalidRequest || e.Error.Message == "" {
+			t.Fatalf("error response %q (%v) for %q", rec.Body, err, body)
+		}
+		// Whatever decodes into a permission answer or a session request
+		// does not panic either.
+		var p struct {
+			Allow  *bool  `json:"allow"`
+			Reason string `json:"reason"`
+		}
+		_ = decodeJSON(bytes.NewReader(body), &p)
+	})
+}
+
+// FuzzParsePosition: a position is a non-negative integer written in
+// decimal, and the header wins over the query.
+func FuzzParsePosition(f *testing.F) {
+	for _, s := range [][2]string{{"", ""}, {"5", ""}, {"", "7"}, {"3", "9"}, {"-1", ""}, {"", "1e3"},
+		{" 4 ", ""}, {"", "9223372036854775807"}, {"", "9223372036854775808"}, {"+5", ""}, {"007", ""}, {"", "00000000000000000000"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, header, after string) {
+		n, err := parsePosition(header, after)
+		used := strings.TrimSpace(header)
+		if used == "" {
+			used = strings.TrimSpace(after)
+		}
+		if err != nil {
+			if used == "" {
+				t.Fatalf("no position is an error: %v", err)
+			}
+			if want, perr := strconv.ParseUint(used, 10, 63); perr == nil && !strings.HasPrefix(used, "+") {
+				t.Fatalf("%q (= %d) rejected: %v", used, want, err)
+			}
+			return
+		}
+		if n < 0 {
+			t.Fatalf("negative position %d from %q, %q", n, header, after)
+		}
+		if used == "" {
+			if n != 0 {
+				t.Fatalf("no position gives %d", n)
+			}
+			return
+		}
+		want, perr := strconv.ParseInt(used, 10, 64)
+		if perr != nil || want != n || strings.ContainsAny(used, "+-") {
+			t.Fatalf("%q parsed as %d (strconv: %d, %v)", used, n, want, perr)
+		}
+	})
+}

@@ -1,0 +1,177 @@
+// Package server is weft's HTTP front door: the /v1 API of seed 000 (REST,
+// Server-Sent Events, and a WebSocket) over a runtime.Runtime. It holds no
+// state of its own beyond rate-limit counters: sessions, turns, events and
+// permission requests all live in the runtime, so any number of clients can
+// follow one session and a restarted server carries on where it stopped.
+//
+// Every streamed frame is
+//
+//	id: <seq>
+//	event: <type>
+//	data: <json>
+//
+// where seq is the event's per-session sequence number, so a client that
+// lost its connection resumes with GET /v1/sessions/{id}/events and
+// Last-Event-ID (or ?after=) without gap or duplicate.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/tool"
+)
+
+// Config configures a Server. Runtime is required.
+type Config struct {
+	Runtime *runtime.Runtime
+	// Tools are listed by GET /v1/tools (the runtime's tool set).
+	Tools []tool.Spec
+	// BearerToken, when set, is required on every request but health
+	// checks and CORS preflights.
+	BearerToken string
+	// CORSOrigins are the origins echoed in Access-Control-Allow-Origin:
+	// exact origins ("http://localhost:3000") or "*" for any.
+	CORSOrigins []string
+	// RateLimit is requests per minute per client IP: 0 means 60, a
+	// negative value turns rate limiting off.
+	RateLimit int
+	// Keepalive is the SSE heartbeat interval; 0 means 15s.
+	Keepalive time.Duration
+	// Logger receives one line per request and the errors; nil means
+	// slog.Default().
+	Logger  *slog.Logger
+	Version string
+}
+
+// DefaultRateLimit is requests per minute per client IP.
+const DefaultRateLimit = 60
+
+// DefaultKeepalive is the SSE heartbeat interval (seed 000).
+const DefaultKeepalive = 15 * time.Second
+
+// Server serves the /v1 API. Create it with New.
+type Server struct {
+	cfg       Config
+	rt        *runtime.Runtime
+	log       *slog.Logger
+	keepalive time.Duration
+	limiter   *rateLimiter
+	toolsBody []byte
+	mux       *http.ServeMux
+	handler   http.Handler
+
+	// closing is cancelled by Close: every open stream (SSE, WebSocket)
+	// ends cleanly when it is.
+	closing      context.Context
+	closeStreams context.CancelFunc
+}
+
+// New returns a server over cfg.Runtime. It panics without one: that is a
+// programming error, not a condition to handle.
+func New(cfg Config) *Server {
+	if cfg.Runtime == nil {
+		panic("server: Config.Runtime is required")
+	}
+	s := &Server{cfg: cfg, rt: cfg.Runtime, log: cfg.Logger, keepalive: cfg.Keepalive}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.keepalive <= 0 {
+		s.keepalive = DefaultKeepalive
+	}
+	switch {
+	case cfg.RateLimit == 0:
+		s.limiter = newRateLimiter(DefaultRateLimit, time.Minute)
+	case cfg.RateLimit > 0:
+		s.limiter = newRateLimiter(cfg.RateLimit, time.Minute)
+	}
+	s.toolsBody = renderTools(cfg.Tools)
+	s.closing, s.closeStreams = context.WithCancel(context.Background())
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.HandleFunc("GET /v1/tools", s.handleTools)
+	mux.HandleFunc("POST /v1/agent/run", s.handleRun)
+	mux.HandleFunc("POST /v1/sessions", s.handleCreateSession)
+	mux.HandleFunc("GET /v1/sessions", s.handleListSessions)
+	mux.HandleFunc("GET /v1/sessions/{id}", s.handleGetSession)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleDeleteSession)
+	mux.HandleFunc("POST /v1/sessions/{id}/messages", s.handleMessages)
+	mux.HandleFunc("GET /v1/sessions/{id}/events", s.handleEvents)
+	mux.HandleFunc("POST /v1/sessions/{id}/permissions/{request_id}", s.handlePermission)
+	mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.handleCancel)
+	mux.HandleFunc("GET /v1/ws", s.handleWS)
+	s.mux = mux
+
+	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.cors, s.rateLimit, s.auth)
+	return s
+}
+
+// Handler returns the API: the routes wrapped in the middleware chain of
+// seed 000 (outermost first: panic recovery, request logging with
+// X-Request-ID, CORS, rate limiting, bearer auth).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close ends every open event stream and WebSocket cleanly. Call it on
+// shutdown after runtime.Shutdown (so that turn streams get their done
+// event first) and before or while http.Server.Shutdown waits: a stream
+// that follows a session live never ends by itself. Close is idempotent;
+// requests after it still work, but streams they open end at once.
+func (s *Server) Close() { s.closeStreams() }
+
+// route dispatches to the mux, answering unknown paths and wrong methods
+// with the error JSON instead of the mux's plain text.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := *r
+		probe.Method = m
+		if _, p := s.mux.Handler(&probe); p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, errNotFound, "no such endpoint: "+r.Method+" "+quote(r.URL.Path))
+		return
+	}
+	allowed := strings.Join(append(allow, http.MethodOptions), ", ")
+	w.Header().Set("Allow", allowed)
+	writeError(w, http.StatusMethodNotAllowed, errInvalidRequest, r.Method+" is not allowed on "+quote(r.URL.Path)+"; use "+allowed)
+}
+
+type toolJSON struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// renderTools renders GET /v1/tools once: the tool set is fixed for the
+// server's life.
+func renderTools(specs []tool.Spec) []byte {
+	out := struct {
+		Tools []toolJSON `json:"tools"`
+		Count int        `json:"count"`
+	}{Tools: make([]toolJSON, 0, len(specs)), Count: len(specs)}
+	for _, sp := range specs {
+		schema := sp.InputSchema
+		if len(schema) == 0 || !json.Valid(schema) {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out.Tools = append(out.Tools, toolJSON{Name: sp.Name, Description: sp.Description, InputSchema: schema})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		b = []byte(`{"tools":[],"count":0}`)
+	}
+	return append(b, '\n')
+}

@@ -1,0 +1,816 @@
+package server
+
+// The WebSocket front door, GET /v1/ws, speaks seed 002's protocol.
+//
+// Client messages (JSON text frames):
+//
+//	{"type":"create","session_id":"...","start":N}  attach (creating the session when needed)
+//	{"type":"chat","message":"...","thinking":"off|low|medium|high","model":"..."}
+//	{"type":"stop"}                                  cancel the running turn (and drop queued messages)
+//	{"type":"ping"}                                  answered by {"type":"pong"}
+//	{"type":"pong"}                                  ignored
+//	{"type":"permission","request_id":"...","allow":true,"reason":"..."}  (extension)
+//
+// Server events all carry seq, source (client | ai | system) and type. Every
+// event derived from the session's event log carries that event's seq, so a
+// client that remembers the highest seq it has processed reconnects with
+// {"type":"create","session_id":...,"start":seq} and continues without a gap
+// or a duplicate. One log event can yield several WebSocket events (a
+// user_message yields message_sent and, behind a running turn,
+// message_queued); they share its seq. Log events without a WebSocket
+// counterpart (turn_start, text, thinking, turn_end, todos) send nothing, but
+// resuming after them is still exact because positions are log seqs.
+// Events that are not in the log (the session acknowledgement, pong, errors
+// about a client message) carry seq 0.
+//
+// The mapping from the log:
+//
+//	user_message      -> message_sent {message_id, content} (+ message_queued)
+//	(a turn starts)   -> message_consumed {message_id, content}
+//	text_delta        -> chunk {content}
+//	thinking_delta    -> thinking {content}
+//	tool_use          -> tool_execution {message: tool name, content: input JSON, phase "start"}
+//	tool_progress     -> tool_execution {message: tool name, content: detail, phase "progress"}
+//	tool_result       -> tool_execution {message: tool name, content: output summary, phase "result", is_error}
+//	ask_user          -> ask_user {questions}
+//	permission_request-> permission_request {id, tool_name, input, message, tool_use_id}
+//	retry             -> retry {message}: the model call failed and is retried; discard the
+//	                     chunk and thinking events received since the last event of another type
+//	done              -> done {done: true, stop_reason}
+//	error             -> error {message}
+//
+// message_id is the seq of the message's user_message event.
+//
+// When is a message consumed? The runtime appends user_message when it
+// receives a message and runs queued messages one at a time, in order; each
+// run ends with exactly one done. So, reading the log in order, the first run
+// event (anything but user_message) after a done, or at the start, opens the
+// next run, and that run consumes the oldest message still pending. The
+// runtime also drops queued messages without running them, which the log
+// shows only indirectly: a cancel (stop, POST .../cancel, shutdown) ends the
+// running turn with done{stop_reason:"cancelled"} and empties the queue, so
+// such a done clears the pending messages; a crash loses the open run's done
+// and the queue, which shows as a turn_start with turn_number 1 while a run
+// is open, so the messages pending since before the lost run's last event
+// are dropped then. A cancel in the instant between two queued runs leaves
+// no trace (the runtime would have to log the messages it drops).
+// message_consumed is only sent when the run can be attributed to a pending
+// message.
+//
+// create without start replays the session from its first event. create with
+// start reads the log from the beginning too, sending nothing up to start, so
+// that it knows which messages are pending; a start beyond the last event is
+// lowered to it (the acknowledgement says so), since skipping seqs not yet
+// written would hide them when they are.
+//
+// Replies that are not in the log: create is acknowledged with
+// {"type":"session","session_id","start","created"} (before any replayed
+// event; a create for the already attached session without start changes
+// nothing and is acknowledged without start); a ping with pong; a client
+// mistake with {"type":"error","code":<seed 000 error type>,"message"}, and
+// the connection stays open.
+//
+// Permission requests are answered either with the permission message above
+// or through POST /v1/sessions/{id}/permissions/{request_id}.
+//
+// Authentication is the middleware's: a browser cannot set headers on a
+// WebSocket, so ?token= is accepted on this path. Cross-origin pages are
+// refused unless their origin is one of the CORS origins.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/eventlog"
+	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/store"
+)
+
+// Defaults of wsOptions.
+const (
+	wsKeepAlive    = 15 * time.Second
+	wsWriteTimeout = 30 * time.Second
+	// wsReadLimit fits a prompt of MaxPromptChars in four-byte characters
+	// with room for the JSON around it.
+	wsReadLimit = 4*MaxPromptChars + 64<<10
+	// wsSummaryBytes caps the tool output a tool_execution event carries:
+	// a chat UI shows a summary, the full output is in the SSE streams.
+	wsSummaryBytes = 4 << 10
+)
+
+// wsOptions tunes a WebSocket connection; zero fields take the defaults.
+type wsOptions struct {
+	// KeepAlive is the interval of protocol pings; a peer that does not
+	// answer one within the interval is disconnected.
+	KeepAlive time.Duration
+	// WriteTimeout bounds one frame write. A client that does not take a
+	// frame in this long is disconnected (it resumes with start).
+	WriteTimeout time.Duration
+	// ReadLimit bounds one client message, in bytes.
+	ReadLimit int64
+	// OriginPatterns are the origins allowed besides the request's own host
+	// (coder/websocket's patterns: "host" or "scheme://host"; the CORS
+	// setting's origins fit); "*" allows any origin. A browser page from
+	// another origin is refused otherwise, like with CORS.
+	OriginPatterns []string
+}
+
+func (o wsOptions) withDefaults() wsOptions {
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = wsKeepAlive
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = wsWriteTimeout
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = wsReadLimit
+	}
+	return o
+}
+
+// handleWS upgrades GET /v1/ws. Authentication happened in the middleware
+// (browsers cannot set headers on a WebSocket, so it accepts ?token= here).
+// The connection ends with 1001 going away when the server closes.
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	var origins []string
+	for _, o := range s.cfg.CORSOrigins {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	acceptWS(w, r.WithContext(ctx), s.rt, s.log, wsOptions{OriginPatterns: origins, KeepAlive: s.keepalive})
+}
+
+// acceptWS upgrades the request and serves the connection until it ends.
+func acceptWS(w http.ResponseWriter, r *http.Request, rt *runtime.Runtime, log *slog.Logger, opt wsOptions) {
+	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
+		// Accept would answer in plain text; every error of the API is JSON.
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "websocket")
+		writeError(w, http.StatusUpgradeRequired, errInvalidRequest, "this endpoint speaks WebSocket: send a WebSocket upgrade request")
+		return
+	}
+	ao := &websocket.AcceptOptions{OriginPatterns: opt.OriginPatterns}
+	for _, p := range opt.OriginPatterns {
+		if p == "*" {
+			ao.InsecureSkipVerify = true
+		}
+	}
+	c, err := websocket.Accept(w, r, ao)
+	if err != nil {
+		// Accept has answered (bad origin, bad handshake).
+		if log != nil {
+			log.Debug("websocket upgrade refused", "error", err)
+		}
+		return
+	}
+	serveWS(r.Context(), rt, log, c, opt)
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wsConn is one WebSocket connection. Three goroutines serve it, whatever
+// the traffic: the reader (the caller of serveWS) handles client messages and
+// answers them directly; the writer follows the attached session's event log
+// at the client's pace, so a slow client only falls behind in the log and
+// never holds up a turn or another reader; the keepalive pings. Memory is
+// bounded: the writer holds one event (or one store batch) at a time and the
+// reader one message.
+type wsConn struct {
+	rt  *runtime.Runtime
+	log *slog.Logger
+	c   *websocket.Conn
+	opt wsOptions
+
+	// session is the attached session; only the reader goroutine uses it.
+	session string
+
+	mu sync.Mutex
+	// next is an attachment the writer has not picked up yet.
+	next *wsAttach
+	// sub is the subscription the writer is reading; closing it wakes the
+	// writer from Next when a new attachment arrives.
+	sub  *eventlog.Reader
+	wake chan struct{} // capacity 1: "next changed"
+}
+
+// wsAttach is a subscription handed from the reader to the writer.
+type wsAttach struct {
+	session string
+	created bool
+	start   int64 // events up to here only rebuild the translator's state
+	sub     *eventlog.Reader
+}
+
+// serveWS serves c until the client leaves, the connection fails or ctx
+// ends (then it closes with 1001 going away).
+func serveWS(ctx context.Context, rt *runtime.Runtime, log *slog.Logger, c *websocket.Conn, opt wsOptions) {
+	if log == nil {
+		log = slog.Default()
+	}
+	opt = opt.withDefaults()
+	c.SetReadLimit(opt.ReadLimit)
+	w := &wsConn{rt: rt, log: log, c: c, opt: opt, wake: make(chan struct{}, 1)}
+
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	closed := make(chan struct{})
+	// Whatever ends the connection cancels ctx; closing with a handshake
+	// then unblocks the reader.
+	context.AfterFunc(ctx, func() {
+		defer close(closed)
+		code, reason := websocket.StatusNormalClosure, ""
+		if parent.Err() != nil {
+			code, reason = websocket.StatusGoingAway, "server shutting down"
+		}
+		_ = c.Close(code, reason)
+	})
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cancel()
+		if err := w.writeLoop(ctx); err != nil && ctx.Err() == nil {
+			log.Debug("websocket write failed", "error", err)
+		}
+	})
+	wg.Go(func() { w.keepAlive(ctx, cancel) })
+	w.readLoop(ctx)
+	cancel()
+	wg.Wait()
+	<-closed
+	w.mu.Lock()
+	if w.next != nil {
+		w.next.sub.Close()
+		w.next = nil
+	}
+	w.mu.Unlock()
+}
+
+// keepAlive pings at the interval; a missing pong ends the connection.
+func (w *wsConn) keepAlive(ctx context.Context, cancel context.CancelFunc) {
+	t := time.NewTicker(w.opt.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// Not derived from ctx: a cancelled ctx in the middle of a frame
+		// makes the library drop the connection instead of closing it.
+		pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), w.opt.KeepAlive)
+		err := w.c.Ping(pctx)
+		pcancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Debug("websocket keepalive failed", "error", err)
+				cancel()
+			}
+			return
+		}
+	}
+}
+
+// wsRequest is any client message.
+type wsRequest struct {
+	Type      string `json:"type"`
+	SessionID wsID   `json:"session_id"`
+	Start     *int64 `json:"start"`
+	Message   string `json:"message"`
+	Thinking  string `json:"thinking"`
+	Model     string `json:"model"`
+	RequestID string `json:"request_id"`
+	Allow     *bool  `json:"allow"`
+	Reason    string `json:"reason"`
+}
+
+// wsID is a session id sent as a string or, as in seed 002's examples, a
+// number.
+type wsID string
+
+func (id *wsID) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*id = wsID(s)
+		return nil
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	if _, err := strconv.ParseInt(string(b), 10, 64); err != nil {
+		// The decoder adds the field name.
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: reflect.TypeFor[string]()}
+	}
+	*id = wsID(b)
+	return nil
+}
+
+// jsonValueKind names the kind of a JSON value for an error message.
+func jsonValueKind(b []byte) string {
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
+}
+
+// wsEvent is any server event.
+type wsEvent struct {
+	Seq    int64  `json:"seq"`
+	Source string `json:"source"`
+	Type   string `json:"type"`
+
+	MessageID int64           `json:"message_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Questions json.RawMessage `json:"questions,omitempty"`
+	Done      bool            `json:"done,omitempty"`
+
+	// Extensions.
+	StopReason string          `json:"stop_reason,omitempty"` // done
+	Code       string          `json:"code,omitempty"`        // error: seed 000's error type for client mistakes
+	ID         string          `json:"id,omitempty"`          // permission_request
+	ToolName   string          `json:"tool_name,omitempty"`   // permission_request
+	Input      json.RawMessage `json:"input,omitempty"`       // permission_request
+	ToolUseID  string          `json:"tool_use_id,omitempty"` // tool_execution, permission_request
+	Phase      string          `json:"phase,omitempty"`       // tool_execution: start | progress | result
+	IsError    bool            `json:"is_error,omitempty"`    // tool_execution
+	SessionID  string          `json:"session_id,omitempty"`  // session
+	Start      *int64          `json:"start,omitempty"`       // session
+	Created    bool            `json:"created,omitempty"`     // session
+}
+
+const (
+	srcClient = "client"
+	srcAI     = "ai"
+	srcSystem = "system"
+)
+
+func (w *wsConn) readLoop(ctx context.Context) {
+	// Reads are not bound to ctx: a cancelled read drops the connection
+	// without a close frame, while ending ctx closes it properly.
+	rctx := context.WithoutCancel(ctx)
+	for {
+		_, b, err := w.c.Read(rctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				if s := websocket.CloseStatus(err); s == websocket.StatusNormalClosure || s == websocket.StatusGoingAway {
+					w.log.Debug("websocket closed by the client", "status", s)
+				} else {
+					w.log.Debug("websocket read failed", "error", err)
+				}
+			}
+			return
+		}
+		var req wsRequest
+		if err := decodeJSON(bytes.NewReader(b), &req); err != nil {
+			w.fail(ctx, errInvalidRequest, err.Error())
+			continue
+		}
+		w.handle(ctx, &req)
+	}
+}
+
+func (w *wsConn) handle(ctx context.Context, req *wsRequest) {
+	switch req.Type {
+	case "create":
+		w.create(ctx, req)
+	case "chat":
+		w.chat(ctx, req)
+	case "stop":
+		if w.session == "" {
+			w.fail(ctx, errInvalidRequest, "no session: send create first")
+			return
+		}
+		w.rt.Cancel(w.session)
+	case "ping":
+		w.reply(ctx, wsEvent{Source: srcSystem, Type: "pong"})
+	case "pong":
+	case "permission":
+		w.permission(ctx, req)
+	case "":
+		w.fail(ctx, errInvalidRequest, `message without "type"`)
+	default:
+		w.fail(ctx, errInvalidRequest, "unknown message type "+quote(req.Type)+" (want create, chat, stop, ping, pong or permission)")
+	}
+}
+
+// create attaches the connection to a session, creating it when the id is
+// empty or unknown. It is idempotent: a create for the attached session
+// without start keeps the position, so clients may send it before every
+// chat.
+func (w *wsConn) create(ctx context.Context, req *wsRequest) {
+	id := string(req.SessionID)
+	if req.Start != nil && *req.Start < 0 {
+		w.fail(ctx, errInvalidRequest, "start must be >= 0")
+		return
+	}
+	if id != "" && id == w.session && req.Start == nil {
+		w.reply(ctx, wsEvent{Source: srcSystem, Type: "session", SessionID: id})
+		return
+	}
+	var (
+		sess    store.Session
+		created bool
+		err     error
+	)
+	if id != "" {
+		sess, err = w.rt.GetSession(ctx, id)
+	}
+	if id == "" || errors.Is(err, runtime.ErrNotFound) {
+		sess, err = w.rt.CreateSession(ctx, id)
+		created = err == nil
+		if errors.Is(err, runtime.ErrExists) {
+			// Created by someone else meanwhile: attach to it.
+			sess, err = w.rt.GetSession(ctx, id)
+		}
+	}
+	if err != nil {
+		w.runtimeFailure(ctx, err, "session "+quote(id))
+		return
+	}
+	var start int64
+	if req.Start != nil {
+		// Beyond the end the log would hide events appended later.
+		start = min(*req.Start, sess.LastSeq)
+	}
+	// The writer replays from the beginning, quietly up to start, so that
+	// it knows which messages are pending when it resumes.
+	a := &wsAttach{session: sess.ID, created: created, start: start, sub: w.rt.Subscribe(sess.ID, 0)}
+	w.session = sess.ID
+	w.mu.Lock()
+	if w.next != nil {
+		w.next.sub.Close()
+	}
+	w.next = a
+	if w.sub != nil {
+		w.sub.Close()
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *wsConn) chat(ctx context.Context, req *wsRequest) {
+	if w.session == "" {
+		w.fail(ctx, errInvalidRequest, "no session: send create first")
+		return
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		w.fail(ctx, errInvalidRequest, "message is required")
+		return
+	}
+	if n := utf8.RuneCountInString(req.Message); n > MaxPromptChars {
+		w.fail(ctx, errInvalidRequest, fmt.Sprintf("message is %d characters; the limit is %d", n, MaxPromptChars))
+		return
+	}
+	thinking := req.Thinking
+	switch thinking {
+	case "", "low", "medium", "high", "xhigh":
+	case "off", "none":
+		thinking = "none"
+	default:
+		w.fail(ctx, errInvalidRequest, "thinking must be off, low, medium or high, not "+quote(req.Thinking))
+		return
+	}
+	_, err := w.rt.Send(ctx, w.session, req.Message, runtime.TurnOptions{Model: req.Model, Thinking: thinking})
+	if err != nil {
+		w.runtimeFailure(ctx, err, "session "+quote(w.session))
+	}
+}
+
+func (w *wsConn) permission(ctx context.Context, req *wsRequest) {
+	switch {
+	case w.session == "":
+		w.fail(ctx, errInvalidRequest, "no session: send create first")
+		return
+	case req.RequestID == "":
+		w.fail(ctx, errInvalidRequest, "request_id is required")
+		return
+	case req.Allow == nil:
+		w.fail(ctx, errInvalidRequest, "allow is required")
+		return
+	}
+	if err := w.rt.Answer(w.session, req.RequestID, *req.Allow, req.Reason); err != nil {
+		what := "permission request " + quote(req.RequestID)
+		if errors.Is(err, runtime.ErrNotFound) {
+			w.fail(ctx, errNotFound, what+" not found (unknown, expired or its turn ended)")
+			return
+		}
+		w.runtimeFailure(ctx, err, what)
+	}
+}
+
+// runtimeFailure reports a runtime error about what; unexpected errors are
+// logged and reported without internals.
+func (w *wsConn) runtimeFailure(ctx context.Context, err error, what string) {
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		w.fail(ctx, errNotFound, what+" not found")
+	case errors.Is(err, runtime.ErrExists):
+		w.fail(ctx, errConflict, what+" already exists")
+	case errors.Is(err, runtime.ErrAnswered):
+		w.fail(ctx, errConflict, what+" was already answered")
+	case errors.Is(err, runtime.ErrClosed):
+		w.fail(ctx, errInternal, "the server is shutting down")
+	case ctx.Err() != nil:
+	default:
+		w.log.Error("websocket request failed", "session", w.session, "error", err)
+		w.fail(ctx, errInternal, "internal error")
+	}
+}
+
+// fail sends an error about a client message.
+func (w *wsConn) fail(ctx context.Context, code, msg string) {
+	w.reply(ctx, wsEvent{Source: srcSystem, Type: "error", Code: code, Message: msg})
+}
+
+// reply sends an event from the reader goroutine (the library serialises
+// it with the writer's frames). A failure ends the connection by itself.
+func (w *wsConn) reply(ctx context.Context, ev wsEvent) {
+	_ = w.write(ctx, ev)
+}
+
+func (w *wsConn) write(ctx context.Context, ev wsEvent) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	// Not derived from ctx's cancellation: see keepAlive.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opt.WriteTimeout)
+	defer cancel()
+	return w.c.Write(wctx, websocket.MessageText, b)
+}
+
+// takeAttach hands a pending attachment to the writer.
+func (w *wsConn) takeAttach() *wsAttach {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.next
+	if a != nil {
+		w.next = nil
+		w.sub = a.sub
+	}
+	return a
+}
+
+// writeLoop follows the attached session's log and sends what it maps to.
+func (w *wsConn) writeLoop(ctx context.Context) error {
+	var (
+		cur *wsAttach
+		tr  wsTranslator
+	)
+	defer func() {
+		if cur != nil {
+			cur.sub.Close()
+		}
+	}()
+	for {
+		if a := w.takeAttach(); a != nil {
+			if cur != nil {
+				cur.sub.Close()
+			}
+			cur, tr = a, wsTranslator{quietThrough: a.start}
+			start := a.start
+			if err := w.write(ctx, wsEvent{Source: srcSystem, Type: "session", SessionID: a.session,
+				Start: &start, Created: a.created}); err != nil {
+				return err
+			}
+		}
+		if cur == nil {
+			select {
+			case <-w.wake:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		ev, err := cur.sub.Next(ctx)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, eventlog.ErrClosed):
+				// Replaced by a new attachment, picked up next.
+			case errors.Is(err, eventlog.ErrSessionClosed), errors.Is(err, store.ErrNotFound):
+				// The second: a store read between the deletion and the
+				// log closing the session.
+				if err := w.write(ctx, wsEvent{Source: srcSystem, Type: "error", Code: errNotFound,
+					Message: "session " + quote(cur.session) + " was deleted"}); err != nil {
+					return err
+				}
+			default:
+				w.log.Error("websocket: reading the event log failed", "session", cur.session, "error", err)
+				if err := w.write(ctx, wsEvent{Source: srcSystem, Type: "error", Code: errInternal,
+					Message: "reading the session's events failed; reconnect with start to resume"}); err != nil {
+					return err
+				}
+			}
+			cur.sub.Close()
+			cur = nil
+			continue
+		}
+		for _, out := range tr.apply(ev) {
+			if err := w.write(ctx, out); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// wsTranslator turns a session's log into WebSocket events. It keeps what
+// the log says about the message queue (see the package comment above).
+type wsTranslator struct {
+	// quietThrough: events up to this seq update the state but send nothing.
+	quietThrough int64
+	inRun        bool
+	pending      []wsPending
+	// lastRunSeq is the seq of the latest event of a run.
+	lastRunSeq int64
+	out        []wsEvent
+}
+
+type wsPending struct {
+	seq  int64
+	text string
+}
+
+// runEvents are the log event types a run appends.
+var runEvents = map[string]bool{
+	"turn_start": true, "text_delta": true, "text": true, "thinking_delta": true, "thinking": true,
+	"tool_use": true, "tool_progress": true, "tool_result": true, "ask_user": true, "todos": true,
+	"retry": true, "turn_end": true, "done": true, "error": true, "permission_request": true,
+}
+
+// apply folds ev into the state and returns the events to send; the slice
+// is reused by the next call.
+func (t *wsTranslator) apply(ev store.Event) []wsEvent {
+	t.out = t.out[:0]
+	t.fold(ev)
+	if ev.Seq <= t.quietThrough {
+		return nil
+	}
+	return t.out
+}
+
+func (t *wsTranslator) emit(e wsEvent) { t.out = append(t.out, e) }
+
+func (t *wsTranslator) fold(ev store.Event) {
+	seq := ev.Seq
+	if ev.Type == "user_message" {
+		var d struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		t.emit(wsEvent{Seq: seq, Source: srcClient, Type: "message_sent", MessageID: seq, Content: d.Text})
+		if t.inRun || len(t.pending) > 0 {
+			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: "message_queued", MessageID: seq, Content: d.Text})
+		}
+		t.pending = append(t.pending, wsPending{seq: seq, text: d.Text})
+		return
+	}
+	if !runEvents[ev.Type] && !strings.HasPrefix(ev.Type, "subagent_") {
+		return
+	}
+
+	if ev.Type == "turn_start" && t.inRun {
+		var d agent.TurnStartData
+		if json.Unmarshal(ev.Data, &d) == nil && d.TurnNumber == 1 {
+			// A new run while one is open: the process died in the open
+			// one, and its queue died with it.
+			keep := t.pending[:0]
+			for _, p := range t.pending {
+				if p.seq > t.lastRunSeq {
+					keep = append(keep, p)
+				}
+			}
+			t.pending = keep
+			t.inRun = false
+		}
+	}
+	if !t.inRun {
+		t.inRun = true
+		if len(t.pending) > 0 {
+			p := t.pending[0]
+			t.pending = t.pending[1:]
+			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: "message_consumed", MessageID: p.seq, Content: p.text})
+		}
+	}
+	t.lastRunSeq = seq
+
+	switch ev.Type {
+	case "text_delta", "thinking_delta":
+		var d agent.TextData
+		if json.Unmarshal(ev.Data, &d) != nil || d.Text == "" {
+			return
+		}
+		typ := "chunk"
+		if ev.Type == "thinking_delta" {
+			typ = "thinking"
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: typ, Content: d.Text})
+	case "tool_use":
+		var d agent.ToolUseData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "tool_execution", Message: d.ToolName,
+			Content: summary(string(d.Input)), ToolUseID: d.ID, Phase: "start"})
+	case "tool_progress":
+		var d agent.ToolProgressData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "tool_execution", Message: d.ToolName,
+			Content: summary(d.Detail), ToolUseID: d.ID, Phase: "progress"})
+	case "tool_result":
+		var d struct {
+			ID       string `json:"id"`
+			ToolName string `json:"tool_name"`
+			Output   string `json:"output"`
+			IsError  bool   `json:"is_error"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "tool_execution", Message: d.ToolName,
+			Content: summary(d.Output), ToolUseID: d.ID, Phase: "result", IsError: d.IsError})
+	case "ask_user":
+		var d struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "ask_user", Questions: d.Payload})
+	case "permission_request":
+		var d runtime.PermissionRequestData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "permission_request", ID: d.ID, ToolName: d.ToolName,
+			Input: d.Input, Message: d.Message, ToolUseID: d.ToolUse})
+	case "retry":
+		var d agent.RetryData
+		_ = json.Unmarshal(ev.Data, &d)
+		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "retry", Message: d.Error})
+	case "error":
+		var d agent.ErrorData
+		_ = json.Unmarshal(ev.Data, &d)
+		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "error", Message: d.Error})
+	case "done":
+		var d agent.DoneData
+		_ = json.Unmarshal(ev.Data, &d)
+		t.inRun = false
+		if d.StopReason == agent.StopCancelled {
+			// A cancel empties the runtime's queue.
+			t.pending = nil
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "done", Done: true, StopReason: d.StopReason})
+	}
+}
+
+// summary cuts s to wsSummaryBytes on a character boundary.
+func summary(s string) string {
+	if len(s) <= wsSummaryBytes {
+		return s
+	}
+	cut := wsSummaryBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d more bytes)", len(s)-cut)
+}
