@@ -101,6 +101,7 @@ type live struct {
 	history []llm.Message
 	loaded  bool
 	tools   *agent.Session // nil until the first turn; keeps tool state (reads, todos)
+	writer  *eventWriter   // the running turn's, nil between turns
 	running bool
 	queue   []queued
 	cancel  context.CancelFunc

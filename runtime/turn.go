@@ -83,6 +83,16 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	}
 	s := a.ResumeSessionWith(l.history, state)
 	l.tools = s
+	w := rt.newWriter(l.id)
+	l.mu.Lock()
+	l.writer = w
+	l.mu.Unlock()
+	defer func() {
+		w.close()
+		l.mu.Lock()
+		l.writer = nil
+		l.mu.Unlock()
+	}()
 	saved := false
 	save := func() {
 		saved = true
@@ -98,9 +108,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 			// done must not lose it.
 			save()
 		}
-		if _, err := rt.append(bg, l.id, string(ev.Type), ev.Data); err != nil {
-			rt.log.Error("appending an event failed", "session", l.id, "type", ev.Type, "error", err)
-		}
+		w.push(string(ev.Type), ev.Data)
 	}
 	if !saved {
 		save()
@@ -170,7 +178,14 @@ func (rt *Runtime) approver(l *live) agent.ApproveFunc {
 		}
 		data := PermissionRequestData{ID: p.id, ToolName: req.ToolName, Input: input, ToolUse: req.ID,
 			Message: fmt.Sprintf("%s requests permission to run", req.ToolName)}
-		if _, err := rt.append(context.WithoutCancel(ctx), l.id, "permission_request", data); err != nil {
+		l.mu.Lock()
+		w := l.writer
+		l.mu.Unlock()
+		if w != nil {
+			// Through the turn's writer, after the events before it, and
+			// visible before anyone is asked to answer.
+			w.sync("permission_request", data)
+		} else if _, err := rt.append(context.WithoutCancel(ctx), l.id, "permission_request", data); err != nil {
 			return agent.Deny("the permission request could not be recorded")
 		}
 		t := time.NewTimer(rt.cfg.PermissionTimeout)

@@ -8,7 +8,8 @@
 //
 // (a) concurrent streaming sessions: delivered events/s and added latency
 // p50/p99; (b) one session fanned out to R readers of its event stream:
-// delivered events/s; (c) resident memory per idle session.
+// delivered events/s; (c) memory per idle session; (d) durable event
+// appends per second.
 package main
 
 import (
@@ -36,11 +37,15 @@ import (
 	"github.com/weft-run/weft/llm"
 	weftrt "github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
 // stamped is a provider that streams deltas carrying their emission time.
-type stamped struct{ deltas int }
+type stamped struct {
+	deltas   int
+	interval time.Duration // between deltas; 0 emits the turn in one burst
+}
 
 func (stamped) Name() string { return "stamped" }
 
@@ -51,7 +56,10 @@ func (p stamped) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Even
 		if !ok {
 			return
 		}
-		for range p.deltas {
+		for k := range p.deltas {
+			if p.interval > 0 && k > 0 {
+				time.Sleep(p.interval)
+			}
 			if ctx.Err() != nil {
 				f.Fail("stamped", ctx.Err())
 				return
@@ -77,8 +85,9 @@ func main() {
 	deltas := flag.Int("deltas", 50, "text deltas per turn")
 	readers := flag.String("readers", "1,100,1000", "readers of one session's stream, comma-separated")
 	idle := flag.Int("idle", 1000, "idle sessions for the memory measurement (0 skips it)")
+	interval := flag.Duration("interval", 0, "pause between a turn's deltas (a model streams at 20-100 tokens/s; 0 sends each turn in one burst)")
 	flag.Parse()
-	if err := run(ints(*sessions), *deltas, ints(*readers), *idle); err != nil {
+	if err := run(ints(*sessions), *deltas, *interval, ints(*readers), *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "serveload:", err)
 		os.Exit(1)
 	}
@@ -94,7 +103,7 @@ func ints(s string) []int {
 	return out
 }
 
-func run(sessionCounts []int, deltas int, readerCounts []int, idle int) error {
+func run(sessionCounts []int, deltas int, interval time.Duration, readerCounts []int, idle int) error {
 	dir, err := os.MkdirTemp("", "serveload")
 	if err != nil {
 		return err
@@ -106,7 +115,7 @@ func run(sessionCounts []int, deltas int, readerCounts []int, idle int) error {
 		return err
 	}
 	defer db.Close()
-	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{deltas}}, DefaultModel: "stamped:m",
+	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{deltas, interval}}, DefaultModel: "stamped:m",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
@@ -123,7 +132,7 @@ func run(sessionCounts []int, deltas int, readerCounts []int, idle int) error {
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 10000, MaxConnsPerHost: 0}}
 
-	fmt.Printf("(a) concurrent streaming sessions, %d deltas per turn\n", deltas)
+	fmt.Printf("(a) concurrent streaming sessions, %d deltas per turn, %s between deltas\n", deltas, interval)
 	fmt.Printf("%10s %14s %12s %12s\n", "sessions", "events/s", "p50 added", "p99 added")
 	for _, n := range sessionCounts {
 		evs, lat, el, err := streamSessions(client, base, n)
@@ -144,13 +153,69 @@ func run(sessionCounts []int, deltas int, readerCounts []int, idle int) error {
 	}
 
 	if idle > 0 {
-		per, err := idleMemory(client, base, idle)
+		heap, rss, err := idleMemory(client, base, idle)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("\n(c) heap per idle session (%d sessions): %.1f KiB\n", idle, per/1024)
+		fmt.Printf("\n(c) per idle session (%d sessions, each with one finished turn): heap %.1f KiB, RSS %.1f KiB\n", idle, heap/1024, rss/1024)
+	}
+
+	fmt.Printf("\n(d) durable event appends (SQLite, 2 s each)\n")
+	for _, writers := range []int{1, 16} {
+		rate, err := appends(db, writers)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%3d writers, 1 event per append: %8.0f events/s\n", writers, rate)
 	}
 	return nil
+}
+
+// appends measures durable single-event appends from concurrent writers,
+// each on its own session, as concurrent turns append.
+func appends(db *sqlite.DB, writers int) (float64, error) {
+	ctx := context.Background()
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(2 * time.Second)
+	errs := make(chan error, writers)
+	start := time.Now()
+	for w := range writers {
+		id := fmt.Sprintf("appends-%d-%d", writers, w)
+		if _, err := db.CreateSession(ctx, store.Session{ID: id}); err != nil {
+			return 0, err
+		}
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if _, err := db.AppendEvents(ctx, id, store.Event{Type: "text_delta", Data: json.RawMessage(`{"text":"hello "}`)}); err != nil {
+					errs <- err
+					return
+				}
+				total.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(total.Load()) / time.Since(start).Seconds(), nil
+}
+
+// rss reads the process's resident set size.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
 }
 
 func post(client *http.Client, url string, body any) (*http.Response, error) {
@@ -312,25 +377,26 @@ func fanout(client *http.Client, base string, readers int) (float64, error) {
 	return float64(total.Load()) / el.Seconds(), nil
 }
 
-func idleMemory(client *http.Client, base string, n int) (float64, error) {
+func idleMemory(client *http.Client, base string, n int) (heap, resident float64, err error) {
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	r0 := rss()
 	for range n {
 		id, err := createSession(client, base)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		resp, err := post(client, base+"/v1/sessions/"+id+"/messages", map[string]any{"prompt": "hi"})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
-	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n), nil
+	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n), float64(rss()-r0) / float64(n), nil
 }
 
 func pct(d []time.Duration, p int) string {
