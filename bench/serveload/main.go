@@ -263,16 +263,20 @@ func readSSE(r io.Reader, fn func(typ string, data []byte)) (int, error) {
 	return n, fmt.Errorf("stream ended before done: %v", sc.Err())
 }
 
-// stampLatencies extracts the provider timestamps in a text_delta payload.
+// stampLatency records, for every provider timestamp in a text_delta
+// payload (a loaded server may carry several deltas in one frame), how long
+// ago it was emitted.
 func stampLatency(data []byte, now int64, lat *[]time.Duration) {
 	var d struct {
 		Text string `json:"text"`
 	}
-	if json.Unmarshal(data, &d) != nil || !strings.HasPrefix(d.Text, "t") {
+	if json.Unmarshal(data, &d) != nil {
 		return
 	}
-	if ts, err := strconv.ParseInt(strings.TrimSpace(d.Text[1:]), 10, 64); err == nil {
-		*lat = append(*lat, time.Duration(now-ts))
+	for _, f := range strings.Fields(d.Text) {
+		if ts, err := strconv.ParseInt(strings.TrimPrefix(f, "t"), 10, 64); err == nil {
+			*lat = append(*lat, time.Duration(now-ts))
+		}
 	}
 }
 
