@@ -32,6 +32,16 @@ var (
 	ErrClosed   = errors.New("runtime is shutting down")
 )
 
+// The store's types front doors see, named here so that a front door
+// depends on the runtime alone and never imports the store (DESIGN.md:
+// the transport knows nothing about storage).
+type (
+	Event       = store.Event
+	Session     = store.Session
+	ListOptions = store.ListOptions
+	SessionPage = store.SessionPage
+)
+
 // Permission modes (seed 004's matrix; the safety layer refines them).
 const (
 	ModeDefault = "default" // everything that is not read-only asks

@@ -13,7 +13,6 @@ import (
 
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
 )
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -243,7 +242,7 @@ type sessionJSON struct {
 	LastSeq int64 `json:"last_seq"`
 }
 
-func toSessionJSON(s store.Session) sessionJSON {
+func toSessionJSON(s runtime.Session) sessionJSON {
 	return sessionJSON{SessionID: s.ID, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
 		MessageCount: s.MessageCount, LastSeq: s.LastSeq}
 }
@@ -298,7 +297,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 // 500, default 50) and ?cursor= from the previous page's next_cursor.
 func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	qv := r.URL.Query()
-	opt := store.ListOptions{Cursor: qv.Get("cursor")}
+	opt := runtime.ListOptions{Cursor: qv.Get("cursor")}
 	if v := qv.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 500 {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/eventlog"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/runtime"
 )
 
 // sseWriteTimeout bounds one frame's write: a client that stops reading
@@ -89,7 +89,7 @@ func (st *sseStream) heartbeat() {
 }
 
 // event writes one stored event as a frame.
-func (st *sseStream) event(ev store.Event) error { return st.frame(ev.Seq, ev.Type, ev.Data) }
+func (st *sseStream) event(ev runtime.Event) error { return st.frame(ev.Seq, ev.Type, ev.Data) }
 
 // frame writes "id: <seq>\nevent: <type>\ndata: <json>\n\n" and flushes
 // it.
@@ -186,7 +186,7 @@ const closeDrainTimeout = 5 * time.Second
 // every event that exists at that moment (Close comes after the runtime's
 // shutdown, so that includes the done events of the turns it cancelled),
 // and then ends with an error.
-func (s *Server) next(st *sseStream, sessionID string, rd *eventlog.Reader) (store.Event, error) {
+func (s *Server) next(st *sseStream, sessionID string, rd *eventlog.Reader) (runtime.Event, error) {
 	ev, err := rd.Next(st.ctx)
 	if err == nil || st.client.Err() != nil || s.closing.Err() == nil {
 		return ev, err

@@ -97,7 +97,6 @@ import (
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
 )
 
 // Defaults of wsOptions.
@@ -441,7 +440,7 @@ func (w *wsConn) create(ctx context.Context, req *wsRequest) {
 		return
 	}
 	var (
-		sess    store.Session
+		sess    runtime.Session
 		created bool
 		err     error
 	)
@@ -625,7 +624,7 @@ func (w *wsConn) writeLoop(ctx context.Context) error {
 				return nil
 			case errors.Is(err, eventlog.ErrClosed):
 				// Replaced by a new attachment, picked up next.
-			case errors.Is(err, eventlog.ErrSessionClosed), errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, eventlog.ErrSessionClosed), errors.Is(err, runtime.ErrNotFound):
 				// The second: a store read between the deletion and the
 				// log closing the session.
 				if err := w.write(ctx, wsEvent{Source: srcSystem, Type: "error", Code: errNotFound,
@@ -677,7 +676,7 @@ var runEvents = map[string]bool{
 
 // apply folds ev into the state and returns the events to send; the slice
 // is reused by the next call.
-func (t *wsTranslator) apply(ev store.Event) []wsEvent {
+func (t *wsTranslator) apply(ev runtime.Event) []wsEvent {
 	t.out = t.out[:0]
 	t.fold(ev)
 	if ev.Seq <= t.quietThrough {
@@ -688,7 +687,7 @@ func (t *wsTranslator) apply(ev store.Event) []wsEvent {
 
 func (t *wsTranslator) emit(e wsEvent) { t.out = append(t.out, e) }
 
-func (t *wsTranslator) fold(ev store.Event) {
+func (t *wsTranslator) fold(ev runtime.Event) {
 	seq := ev.Seq
 	if ev.Type == "user_message" {
 		var d struct {
