@@ -91,6 +91,19 @@ type echoIn struct {
 	Text string `json:"text" jsonschema:"what to echo"`
 }
 
+// setup starts the fake and builds the engine against it.
+func setup() (base string, a *agent.Agent, stop func(), err error) {
+	base, stop, err = fake()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if a, err = engine(base); err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return base, a, stop, nil
+}
+
 func engine(base string) (*agent.Agent, error) {
 	p := openai.New(openai.Config{Endpoint: llm.Endpoint{BaseURL: base, APIKey: "sk-bench"}})
 	reg, err := tool.NewRegistry(tool.Func("echo", "Echoes its input.", tool.Meta{ReadOnly: true, ConcurrencySafe: true, Effect: tool.EffectRead},
@@ -243,15 +256,11 @@ func median(xs []float64) float64 {
 // profile runs the engine alone under the profilers, for finding its
 // overhead.
 func profile(runs int, cpu, mem string) error {
-	base, stop, err := fake()
+	_, a, stop, err := setup()
 	if err != nil {
 		return err
 	}
 	defer stop()
-	a, err := engine(base)
-	if err != nil {
-		return err
-	}
 	if cpu != "" {
 		f, err := os.Create(cpu)
 		if err != nil {
@@ -283,15 +292,11 @@ func profile(runs int, cpu, mem string) error {
 }
 
 func bench(runs, rounds int) error {
-	base, stop, err := fake()
+	base, a, stop, err := setup()
 	if err != nil {
 		return err
 	}
 	defer stop()
-	a, err := engine(base)
-	if err != nil {
-		return err
-	}
 	client := &http.Client{}
 	// Warm up both paths (connections, caches) before counting goroutines.
 	for range 50 {
