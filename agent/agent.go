@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -39,9 +40,19 @@ type Config struct {
 	Thinking      llm.ThinkingLevel
 	StopSequences []string
 	Temperature   *float64
-	// Approve is asked exactly once before each tool call runs. nil denies
-	// every call: an agent with tools and no approver can only talk.
+	// Policy decides every tool call before it runs (schema, hooks, rules,
+	// mode), redacts secrets and audits; see package policy. nil means the
+	// zero Policy: default mode, no rules or hooks, so read-only tools run
+	// and every other call asks Approve.
+	Policy *policy.Policy
+	// Approve is the human of the policy: it is asked, at most once per
+	// call, about the calls the policy did not settle. nil denies them: an
+	// agent with no approver runs only what its policy allows outright.
 	Approve ApproveFunc
+	// Checkpoint confirms calls of tools that require a checkpoint
+	// (irreversible actions); nil denies them ("tool execution denied at
+	// checkpoint").
+	Checkpoint policy.Checkpoint
 	// Retry bounds retries of failed model calls.
 	Retry RetryPolicy
 	// Logger receives diagnostics; nil means slog.Default().
@@ -72,6 +83,7 @@ type Agent struct {
 	cfg  Config
 	info llm.ModelInfo
 	log  *slog.Logger
+	pol  *policy.Policy
 }
 
 // New validates cfg.
@@ -92,6 +104,18 @@ func New(cfg Config) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	// The agent works on its own copy: the caller's Policy may be shared.
+	pol := policy.Policy{}
+	if cfg.Policy != nil {
+		pol = *cfg.Policy
+	}
+	if pol.Validate == nil && cfg.Tools != nil {
+		pol.Validate = cfg.Tools.Validate
+	}
+	if pol.Logger == nil {
+		pol.Logger = a.log
+	}
+	a.pol = &pol
 	if cfg.ModelInfo != nil {
 		a.info = *cfg.ModelInfo
 	} else {
@@ -122,6 +146,12 @@ type ApprovalRequest struct {
 	ToolName string
 	Input    []byte
 	Spec     tool.Spec
+	// Reason says why the policy asks (the rule or mode that sent the call
+	// to a person).
+	Reason string
+	// Dangerous: the dangerous-command floor asks; an approver must decide
+	// this call alone (no "always allow").
+	Dangerous bool
 }
 
 // Decision is an approval answer; the reason of a denial is shown to the

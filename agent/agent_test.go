@@ -244,7 +244,7 @@ func TestApproval(t *testing.T) {
 		{"deny with reason", func(context.Context, agent.ApprovalRequest) agent.Decision { return agent.Deny("not today") }, true, "not today"},
 		{"panicking approver denies", func(context.Context, agent.ApprovalRequest) agent.Decision { panic("boom") }, true, "approval check failed"},
 		{"allow", agent.AllowAll, false, "echo: x"},
-		{"read-only policy allows a read-only tool", agent.AllowReadOnly, false, "echo: x"},
+		{"AllowReadOnly denies a tool that writes", agent.AllowReadOnly, true, "not read-only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,7 +255,7 @@ func TestApproval(t *testing.T) {
 				inner := approve
 				approve = func(ctx context.Context, r agent.ApprovalRequest) agent.Decision {
 					calls.Add(1)
-					if r.ToolName != "echo" || string(r.Input) != `{"text":"x"}` || !r.Spec.ReadOnly {
+					if r.ToolName != "echo" || string(r.Input) != `{"text":"x"}` || r.Spec.ReadOnly || r.Reason == "" {
 						t.Errorf("approval request = %+v", r)
 					}
 					return inner(ctx, r)
@@ -263,7 +263,7 @@ func TestApproval(t *testing.T) {
 			}
 			var ran atomic.Int32
 			p := llmtest.NewScripted("scripted", toolScript(llmtest.ToolBlock("a", "echo", `{"text":"x"}`)), llmtest.Text("ok"))
-			s := newAgent(t, p, approve, echoTool("echo", true, func(ctx context.Context, in echoIn) (tool.Result, error) {
+			s := newAgent(t, p, approve, echoTool("echo", false, func(ctx context.Context, in echoIn) (tool.Result, error) {
 				ran.Add(1)
 				return tool.Text("echo: " + in.Text), nil
 			})).NewSession()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -136,9 +138,17 @@ type run struct {
 
 	stopped bool // the consumer broke out
 	turns   int
-	usage   llm.Usage
-	cost    float64
-	text    string // the last assistant text
+	// hookStop is set when a hook asked the run to stop (continue:false).
+	hookStop string
+	// stopHookRuns bounds how often stop hooks may send the model back
+	// to work, so a hook that always blocks cannot loop forever.
+	stopHookRuns int
+	// Streams that hold back a delta's tail while it could still be the
+	// start of a secret split across chunks.
+	textStream, thinkStream *secret.Stream
+	usage                   llm.Usage
+	cost                    float64
+	text                    string // the last assistant text
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -147,6 +157,7 @@ func (r *run) emit(typ EventType, data any) bool {
 	if r.stopped {
 		return false
 	}
+	data = r.redactEvent(data)
 	if !r.yield(Event{Type: typ, Data: data}, nil) {
 		r.stopped = true
 		r.cancel()
@@ -155,6 +166,7 @@ func (r *run) emit(typ EventType, data any) bool {
 }
 
 func (r *run) done(reason string) {
+	r.runEndHooks(reason)
 	r.emit(EventDone, DoneData{
 		TotalInputTokens: r.usage.InputTokens, TotalOutputTokens: r.usage.OutputTokens,
 		TotalTokens:          r.usage.InputTokens + r.usage.CacheReadTokens + r.usage.CacheWriteTokens + r.usage.OutputTokens,
@@ -178,6 +190,10 @@ func (r *run) fail(err error, status llm.Status) {
 }
 
 func (r *run) loop(user llm.Message) {
+	if reason := r.userPromptHooks(&user); reason != "" {
+		r.fail(fmt.Errorf("prompt blocked: %s", reason), "")
+		return
+	}
 	r.s.mu.Lock()
 	r.s.messages = repairHistory(r.s.messages)
 	r.s.messages = appendMerged(r.s.messages, user)
@@ -196,10 +212,15 @@ func (r *run) loop(user llm.Message) {
 		if !r.emit(EventTurnStart, TurnStartData{TurnNumber: r.turns, Model: r.a.cfg.Model}) {
 			return
 		}
+		if reason := r.preSamplingHooks(); reason != "" {
+			r.fail(fmt.Errorf("model call blocked: %s", reason), "")
+			return
+		}
 		res, ok := r.callModel()
 		if !ok {
 			return // already reported
 		}
+		r.postSamplingHooks(res)
 		cost := r.a.info.Cost(res.Usage)
 		r.usage.Add(res.Usage)
 		r.cost += cost
@@ -231,6 +252,9 @@ func (r *run) loop(user llm.Message) {
 				r.s.mu.Unlock()
 				continue
 			}
+			if r.stopHooks() {
+				continue
+			}
 			reason := StopEndTurn
 			if res.Outcome.StopReason == llm.StopSequence {
 				reason = StopSequence
@@ -247,6 +271,11 @@ func (r *run) loop(user llm.Message) {
 		}
 		if r.ctx.Err() != nil {
 			r.done(StopCancelled)
+			return
+		}
+		if r.hookStop != "" {
+			r.a.log.Info("a hook stopped the run", "reason", r.hookStop)
+			r.done(StopEndTurn)
 			return
 		}
 		if askedUser {
@@ -367,16 +396,17 @@ func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
 		case llm.EventBlockDelta:
 			switch ev.Block.Type {
 			case llm.BlockText:
-				ok = r.emit(EventTextDelta, TextData{Text: ev.Delta})
+				ok = r.emitDelta(EventTextDelta, &r.textStream, ev.Delta)
 			case llm.BlockThinking:
-				ok = r.emit(EventThinkingDelta, TextData{Text: ev.Delta})
+				ok = r.emitDelta(EventThinkingDelta, &r.thinkStream, ev.Delta)
 			}
 		case llm.EventBlockStop:
 			switch ev.Block.Type {
 			case llm.BlockText:
-				ok = r.emit(EventText, TextData{Text: ev.Block.Text})
+				ok = r.flushDelta(EventTextDelta, &r.textStream) && r.emit(EventText, TextData{Text: ev.Block.Text})
 			case llm.BlockThinking:
-				if ev.Block.Text != "" {
+				ok = r.flushDelta(EventThinkingDelta, &r.thinkStream)
+				if ok && ev.Block.Text != "" {
 					ok = r.emit(EventThinking, TextData{Text: ev.Block.Text})
 				}
 			case llm.BlockToolUse:
@@ -402,19 +432,21 @@ func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
 	return res, true
 }
 
-// runTools approves and runs the calls of one model turn and returns their
-// results in call order. askedUser reports an AskUserQuestion call.
+// runTools puts the calls of one model turn through the policy, runs the
+// allowed ones and returns their results in call order. askedUser reports
+// an AskUserQuestion call.
 func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) {
 	results = make([]llm.Block, len(calls))
 	approved := make([]bool, len(calls))
 	specs := make([]tool.Spec, len(calls))
+	verdicts := make([]policy.Verdict, len(calls))
 	for _, c := range calls {
 		if !r.emit(EventToolUse, ToolUseData{ID: c.ToolUseID, ToolName: c.ToolName, Input: rawOrEmpty(c.Input)}) {
 			return r.cancelledResults(calls, results), false
 		}
 	}
-	// Approvals are asked one at a time, in call order: a person answers
-	// them, and concurrent prompts would be confusing.
+	// Calls go through the policy one at a time, in call order: a person
+	// may be asked, and concurrent prompts would be confusing.
 	for i, c := range calls {
 		t, known := r.lookup(c.ToolName)
 		if !known {
@@ -422,26 +454,30 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			continue
 		}
 		specs[i] = t.Spec()
-		d := r.approve(ApprovalRequest{ID: c.ToolUseID, ToolName: c.ToolName, Input: c.Input, Spec: specs[i]})
+		v := r.a.pol.Before(r.ctx, r.policyCall(c, specs[i]), r.human, r.a.cfg.Checkpoint)
 		if r.ctx.Err() != nil {
 			return r.cancelledResults(calls, results), false
 		}
-		if d.Allow {
+		verdicts[i] = v
+		if v.Stop {
+			r.hookStop = nonEmptyString(v.StopReason, "a hook stopped the run")
+		}
+		if v.Allow {
 			approved[i] = true
 			continue
 		}
-		reason := d.Reason
-		if reason == "" {
-			reason = "the user denied this tool call"
+		msg := "Permission denied: " + v.Reason
+		if v.Context != "" {
+			msg += "\n" + v.Context
 		}
-		msg := "Permission denied: " + reason
+		msg = r.redact(msg)
 		results[i] = llm.ToolResult(c.ToolUseID, true, llm.Text(msg))
 		if !r.emit(EventToolResult, ToolResultData{ID: c.ToolUseID, ToolName: c.ToolName, Output: msg, IsError: true, Denied: true}) {
 			return r.cancelledResults(calls, results), false
 		}
 	}
 	for _, g := range groupCalls(calls, specs, approved) {
-		if !r.runGroup(calls, g, results) {
+		if !r.runGroup(calls, g, results, specs, verdicts) {
 			return r.cancelledResults(calls, results), false
 		}
 		if r.ctx.Err() != nil {
@@ -456,6 +492,10 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 	return results, askedUser
 }
 
+func (r *run) policyCall(c llm.Block, spec tool.Spec) policy.Call {
+	return policy.Call{ToolUseID: c.ToolUseID, Tool: c.ToolName, Input: c.Input, Spec: spec, Turn: r.turns}
+}
+
 func (r *run) lookup(name string) (tool.Tool, bool) {
 	if r.a.cfg.Tools == nil {
 		return nil, false
@@ -463,19 +503,15 @@ func (r *run) lookup(name string) (tool.Tool, bool) {
 	return r.a.cfg.Tools.Get(name)
 }
 
-// approve asks the approver; no approver, a panic or a cancelled wait deny.
-func (r *run) approve(req ApprovalRequest) (d Decision) {
+// human asks the approver: the policy's last word on calls its rules did
+// not settle. No approver denies; the policy recovers a panic as a denial.
+func (r *run) human(ctx context.Context, c policy.Call, reason string) (bool, string) {
 	fn := r.a.cfg.Approve
 	if fn == nil {
-		return Deny("no approver is configured, so tool calls are denied")
+		return false, "no approver is configured, so calls that need approval are denied (" + reason + ")"
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.a.log.Error("approve function panicked; denying", "tool", req.ToolName, "panic", p)
-			d = Deny("the approval check failed")
-		}
-	}()
-	return fn(r.ctx, req)
+	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: c.Input, Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
+	return d.Allow, d.Reason
 }
 
 // cancelledResults fills the calls that have no result yet with a
@@ -545,7 +581,7 @@ type toolMsg struct {
 // runGroup runs the calls of one batch in parallel and streams their
 // progress and results as they happen. Only this goroutine yields; workers
 // send to it. It returns false when the consumer stopped.
-func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block) bool {
+func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, specs []tool.Spec, verdicts []policy.Verdict) bool {
 	msgs := make(chan toolMsg, 2*len(group))
 	for _, i := range group {
 		c := calls[i]
@@ -562,8 +598,19 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block) bool
 				msgs <- toolMsg{idx: i, result: &res}
 				return
 			}
-			res := r.a.cfg.Tools.Execute(r.ctx, &tool.Call{
-				ID: c.ToolUseID, Name: c.ToolName, Input: c.Input, Session: r.s.tools,
+			input := c.Input
+			if v := verdicts[i]; len(v.Input) > 0 {
+				input = v.Input // a hook may have rewritten it
+			}
+			var env []string
+			if sec := r.a.pol.Secrets; sec != nil {
+				env = sec.Env()
+			}
+			// Tools that make calls of their own (workflows, sub-agents)
+			// find this run's policy in their context.
+			tctx := policy.WithCaller(r.ctx, policy.Caller{Policy: r.a.pol, Human: r.human, Checkpoint: r.a.cfg.Checkpoint})
+			res := r.a.cfg.Tools.Execute(tctx, &tool.Call{
+				ID: c.ToolUseID, Name: c.ToolName, Input: input, Session: r.s.tools, Env: env,
 				Progress: func(text string) {
 					send(toolMsg{idx: i, typ: EventToolProgress, data: ToolProgressData{ID: c.ToolUseID, ToolName: c.ToolName, Detail: text}})
 				},
@@ -571,6 +618,11 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block) bool
 					send(toolMsg{idx: i, typ: EventType(kind), data: NotifyData{ID: c.ToolUseID, ToolName: c.ToolName, Payload: payload}})
 				},
 			})
+			if specs[i].Name != "" {
+				r.a.pol.After(context.WithoutCancel(r.ctx), r.policyCall(c, specs[i]), verdicts[i], &res)
+			} else {
+				r.a.pol.RedactResult(&res)
+			}
 			// The result is always delivered, even after a cancel: the
 			// history needs it.
 			msgs <- toolMsg{idx: i, result: &res, duration: time.Since(start)}

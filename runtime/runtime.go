@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,6 +19,9 @@ import (
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
@@ -42,14 +44,6 @@ type (
 	SessionPage = store.SessionPage
 )
 
-// Permission modes (seed 004's matrix; the safety layer refines them).
-const (
-	ModeDefault = "default" // everything that is not read-only asks
-	ModePlan    = "plan"    // read-only tools only
-	ModeAuto    = "auto"    // file edits run, the rest asks
-	ModeBypass  = "bypass"  // nothing asks
-)
-
 // DefaultPermissionTimeout is how long a permission request waits for an
 // answer before it counts as denied.
 const DefaultPermissionTimeout = 5 * time.Minute
@@ -69,8 +63,17 @@ type Config struct {
 	Tools *tool.Registry
 	// System is the default system prompt.
 	System string
-	// PermissionMode is one of the Mode constants; "" means ModeDefault.
-	PermissionMode    string
+	// Policy is the server-wide posture every session starts from (mode,
+	// rules, hooks, audit, secrets); sessions may add their own rules and
+	// mode on top (SetSessionPermissions). nil means the zero policy:
+	// default mode, so every tool that is not read-only asks.
+	Policy *policy.Policy
+	// AllowBypass lets API callers choose the bypass mode; the person
+	// starting the server enables it explicitly (seed 004: bypass is
+	// never reached by accident).
+	AllowBypass bool
+	// Audits, when the store keeps an audit trail, serves Audit.
+	Audits            store.Audits
 	PermissionTimeout time.Duration // 0 means DefaultPermissionTimeout
 	MaxTurns          int           // 0 means agent.DefaultMaxTurns
 	Retry             agent.RetryPolicy
@@ -98,6 +101,9 @@ type Runtime struct {
 	turns    sync.WaitGroup
 	shutdown context.Context
 	stop     context.CancelFunc
+
+	polMu sync.RWMutex
+	base  *policy.Policy // the server-wide policy; replaced whole, never mutated
 }
 
 // live is a session's in-memory state: its agent session (history), the
@@ -116,6 +122,9 @@ type live struct {
 	queue   []queued
 	cancel  context.CancelFunc
 	perms   map[string]*permRequest
+	// override is the session's own permissions on top of the server's
+	// (nil until loaded from the session's metadata).
+	override *sessionPolicy
 	// answeredIDs remembers answered requests after they close, so that a
 	// second answer is a conflict rather than "not found".
 	answeredIDs map[string]bool
@@ -138,12 +147,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Store == nil || cfg.Models == nil {
 		return nil, errors.New("runtime: Config.Store and Config.Models are required")
 	}
-	switch cfg.PermissionMode {
-	case "":
-		cfg.PermissionMode = ModeDefault
-	case ModeDefault, ModePlan, ModeAuto, ModeBypass:
-	default:
-		return nil, fmt.Errorf("runtime: unknown permission mode %q (want default, plan, auto or bypass)", cfg.PermissionMode)
+	if cfg.Policy == nil {
+		cfg.Policy = &policy.Policy{}
+	}
+	if cfg.Policy.Mode == permission.Mode("bypass") {
+		cfg.AllowBypass = true
 	}
 	if cfg.PermissionTimeout <= 0 {
 		cfg.PermissionTimeout = DefaultPermissionTimeout
@@ -153,8 +161,12 @@ func New(cfg Config) (*Runtime, error) {
 		log = slog.Default()
 	}
 	ctx, stop := context.WithCancel(context.Background())
+	base := *cfg.Policy
+	if base.Mode == "" {
+		base.Mode = permission.Mode("default")
+	}
 	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{}),
-		live: map[string]*live{}, shutdown: ctx, stop: stop}, nil
+		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base}, nil
 }
 
 // NewSessionID is "sess_" and 12 hex digits.
@@ -169,7 +181,11 @@ func (rt *Runtime) CreateSession(ctx context.Context, id string) (store.Session,
 	if id == "" {
 		id = NewSessionID()
 	}
-	return rt.cfg.Store.CreateSession(ctx, store.Session{ID: id})
+	sess, err := rt.cfg.Store.CreateSession(ctx, store.Session{ID: id})
+	if err == nil {
+		rt.fireHook(hook.SessionStart, id, func(in *hook.Input) { in.Extra = map[string]any{"source": "startup"} })
+	}
+	return sess, err
 }
 
 // GetSession returns a session's header.
@@ -203,7 +219,11 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	rt.elog.CloseSession(id)
-	return rt.cfg.Store.DeleteSession(ctx, id)
+	if err := rt.cfg.Store.DeleteSession(ctx, id); err != nil {
+		return err
+	}
+	rt.fireHook(hook.SessionEnd, id, nil)
+	return nil
 }
 
 // Subscribe returns a reader of the session's events after seq `after`
@@ -234,7 +254,7 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 	}
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
-	evs, err := rt.append(ctx, sessionID, "user_message", map[string]any{"text": text})
+	evs, err := rt.append(ctx, sessionID, "user_message", map[string]any{"text": rt.redact(text)})
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/permission"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,7 +55,7 @@ func setup(t *testing.T, path string, p *llmtest.Scripted, mode string, ran *[]s
 	})
 	reg, _ := tool.NewRegistry(write, block)
 	rt, err := runtime.New(runtime.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
-		PermissionMode: mode, PermissionTimeout: 200 * time.Millisecond})
+		Policy: &policy.Policy{Mode: permission.Mode(mode)}, PermissionTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +146,8 @@ func TestPermissionFlow(t *testing.T) {
 		{"allowed by a person", "", ptr(true), true, "", true},
 		{"denied by a person", "", ptr(false), false, "the user denied", true},
 		{"unanswered requests are denied after the timeout", "", nil, false, "no answer to the permission request", true},
-		{"bypass asks nothing", runtime.ModeBypass, nil, true, "", false},
-		{"plan refuses writes", runtime.ModePlan, nil, false, "plan mode", false},
+		{"bypass asks nothing", "bypass", nil, true, "", false},
+		{"plan refuses writes", "plan", nil, false, "plan mode", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,26 +2,12 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/tool"
 )
-
-// PermissionRequestData is the payload of a permission_request event
-// (seed 000): answer it with Runtime.Answer(session, ID, ...).
-type PermissionRequestData struct {
-	ID       string          `json:"id"`
-	ToolName string          `json:"tool_name"`
-	Input    json.RawMessage `json:"input"`
-	Message  string          `json:"message"`
-	ToolUse  string          `json:"tool_use_id"`
-}
 
 // drain runs the session's queued messages one turn at a time.
 func (rt *Runtime) drain(l *live) {
@@ -64,6 +50,10 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 		_, _ = rt.append(bg, l.id, string(agent.EventError), agent.ErrorData{Error: err.Error()})
 		_, _ = rt.append(bg, l.id, string(agent.EventDone), agent.DoneData{StopReason: agent.StopError})
 	}
+	if err := rt.loadOverride(bg, l); err != nil {
+		fail(err)
+		return
+	}
 	a, err := rt.agentFor(l, q.opt)
 	if err != nil {
 		fail(err)
@@ -97,7 +87,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	save := func() {
 		saved = true
 		l.history = s.Messages()
-		if err := rt.cfg.Store.ReplaceMessages(bg, l.id, l.history); err != nil {
+		if err := rt.cfg.Store.ReplaceMessages(bg, l.id, rt.redactMessages(l.history)); err != nil {
 			rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
 		}
 	}
@@ -142,61 +132,6 @@ func (rt *Runtime) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 	return agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: rt.cfg.Tools,
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
-		Logger: rt.log, Approve: rt.approver(l),
+		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
 	})
-}
-
-// approver applies the permission mode, and asks through a
-// permission_request event for what the mode leaves to a person.
-func (rt *Runtime) approver(l *live) agent.ApproveFunc {
-	return func(ctx context.Context, req agent.ApprovalRequest) agent.Decision {
-		switch mode := rt.cfg.PermissionMode; {
-		case mode == ModeBypass, req.Spec.ReadOnly:
-			return agent.Allow()
-		case mode == ModePlan:
-			return agent.Deny("plan mode allows read-only tools only; describe the change instead of making it")
-		case mode == ModeAuto && req.Spec.Permission == tool.ClassFile:
-			return agent.Allow()
-		}
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		p := &permRequest{id: "perm_" + hex.EncodeToString(b[:]), answer: make(chan agent.Decision, 1)}
-		l.mu.Lock()
-		l.perms[p.id] = p
-		l.mu.Unlock()
-		defer func() {
-			l.mu.Lock()
-			// An expired request is gone (404); an answered one is
-			// remembered in answeredIDs (409 on a second answer).
-			p.answered = true
-			delete(l.perms, p.id)
-			l.mu.Unlock()
-		}()
-		input := json.RawMessage(req.Input)
-		if len(input) == 0 {
-			input = json.RawMessage("{}")
-		}
-		data := PermissionRequestData{ID: p.id, ToolName: req.ToolName, Input: input, ToolUse: req.ID,
-			Message: fmt.Sprintf("%s requests permission to run", req.ToolName)}
-		l.mu.Lock()
-		w := l.writer
-		l.mu.Unlock()
-		if w != nil {
-			// Through the turn's writer, after the events before it, and
-			// visible before anyone is asked to answer.
-			w.sync("permission_request", data)
-		} else if _, err := rt.append(context.WithoutCancel(ctx), l.id, "permission_request", data); err != nil {
-			return agent.Deny("the permission request could not be recorded")
-		}
-		t := time.NewTimer(rt.cfg.PermissionTimeout)
-		defer t.Stop()
-		select {
-		case d := <-p.answer:
-			return d
-		case <-t.C:
-			return agent.Deny(fmt.Sprintf("no answer to the permission request within %s", rt.cfg.PermissionTimeout))
-		case <-ctx.Done():
-			return agent.Deny("the turn was cancelled")
-		}
-	}
 }

@@ -107,6 +107,14 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/sessions/{id}/permissions/{request_id}", s.handlePermission)
 	mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.handleCancel)
 	mux.HandleFunc("GET /v1/ws", s.handleWS)
+	mux.HandleFunc("GET /v1/settings/permissions", s.handleGetServerPermissions)
+	mux.HandleFunc("PUT /v1/settings/permissions", s.handlePutServerPermissions)
+	mux.HandleFunc("GET /v1/sessions/{id}/permissions", s.handleGetSessionPermissions)
+	mux.HandleFunc("PUT /v1/sessions/{id}/permissions", s.handlePutSessionPermissions)
+	mux.HandleFunc("GET /v1/plugin-hooks", s.handleListPlugins)
+	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
+	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
+	mux.HandleFunc("GET /v1/audit", s.handleAudit)
 	s.mux = mux
 
 	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.cors, s.rateLimit, s.auth)

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/audit"
+	"github.com/weft-run/weft/policy/permission"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,7 +88,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
-		PermissionMode: o.mode, Logger: log})
+		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 // Package store is weft's persistence contract: interfaces shaped by how
-// the runtime uses them (sessions, their conversation, their event log),
-// with an embedded SQLite implementation (store/sqlite) as the default. The
-// conformance suite in store/storetest runs against every implementation.
+// the runtime uses them (sessions, their conversation, their event log;
+// plan-and-execute runs with their step results and event log; saved
+// workflows, schedules, memories and the audit trail), with an embedded
+// SQLite implementation (store/sqlite) as the default. The conformance
+// suite in store/storetest runs against every implementation.
 package store
 
 import (
@@ -17,6 +19,9 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("already exists")
+	// ErrConflict: an optimistic update lost the race (the stored revision
+	// is not the one the caller read).
+	ErrConflict = errors.New("conflict")
 )
 
 // Session is a stored conversation's header.
@@ -96,5 +101,10 @@ type Store interface {
 	Sessions
 	Messages
 	Events
+	Runs
+	Workflows
+	Schedules
+	Memories
+	Audits
 	Close() error
 }

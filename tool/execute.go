@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -63,6 +64,18 @@ var errTimedOut = errors.New("tool call timed out")
 //     (providers reject them in tool results); a result left with no
 //     content gets the single text "(no output)", or "X failed" for an
 //     error.
+//
+// Validate checks input against the named tool's schema, as Execute
+// would, so a policy can refuse a malformed call before asking anyone
+// about it. It returns the normalised input.
+func (r *Registry) Validate(name string, input json.RawMessage) (json.RawMessage, error) {
+	e := r.lookup(name)
+	if e == nil {
+		return nil, fmt.Errorf("unknown tool %q", name)
+	}
+	return e.schema.validate(e.spec.Name, input)
+}
+
 func (r *Registry) Execute(ctx context.Context, call *Call) (res Result) {
 	defer func() {
 		// Nothing below should panic; this keeps the promise if it does.

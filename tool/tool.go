@@ -91,6 +91,9 @@ type Call struct {
 	// Notify emits a side event of the run (e.g. ask_user with its
 	// questions, todos with the new list); never nil inside Run.
 	Notify func(kind string, data any)
+	// Env is added to the environment of processes the tool starts (the
+	// secrets of the run, hook-provided variables); later entries win.
+	Env []string
 }
 
 // Result is what a tool produced. Content holds text and image blocks.

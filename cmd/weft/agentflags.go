@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -28,6 +31,7 @@ type agentFlags struct {
 	thinking       string
 	permissionMode string
 	yes            bool
+	policyFlags
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -40,29 +44,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.thinking, "thinking", "", "thinking level: none|low|medium|high|xhigh (default none, or $WEFT_THINKING)")
 	f.StringVar(&a.permissionMode, "permission-mode", "", "default (ask before anything that is not read-only) | plan (read-only tools only) | auto (file edits in the workspace run, shell asks) | bypass (ask nothing) (default: $WEFT_PERMISSION_MODE or default)")
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
-}
-
-// permission modes of the CLI. The safety layer will refine them with
-// rules; the meaning of each mode stays.
-const (
-	modeDefault = "default"
-	modePlan    = "plan"
-	modeAuto    = "auto"
-	modeBypass  = "bypass"
-)
-
-func parseMode(s string) (string, error) {
-	switch s {
-	case "", modeDefault:
-		return modeDefault, nil
-	case modePlan, modeAuto, modeBypass:
-		return s, nil
-	case "acceptEdits":
-		return modeAuto, nil
-	case "bypassPermissions":
-		return modeBypass, nil
-	}
-	return "", fmt.Errorf("--permission-mode %q: want default, plan, auto or bypass", s)
+	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
 }
 
 const defaultSystem = `You are weft, a coding agent working in the user's workspace through tools.
@@ -76,13 +58,10 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if mode == "" {
 		mode = env.getenv("WEFT_PERMISSION_MODE")
 	}
-	mode, err := parseMode(mode)
-	if err != nil {
-		return nil, nil, err
-	}
 	if a.yes {
-		mode = modeBypass
+		mode = "bypass"
 	}
+	var err error
 	thinking := a.thinking
 	if thinking == "" {
 		thinking = env.getenv("WEFT_THINKING")
@@ -114,13 +93,26 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("workspace %q is not a directory", ws)
 	}
-	p, info, closeModel, err := a.modelFlags.resolve(env)
+	defaultAudit := ""
+	if home := env.getenv("HOME"); home != "" {
+		defaultAudit = filepath.Join(home, ".weft", "audit.jsonl")
+	}
+	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, defaultAudit, nil, slog.Default())
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: a.addDirs})...)
+	p, info, closeModel, err := a.modelFlags.resolve(env)
 	if err != nil {
-		closeModel()
+		bp.close()
+		return nil, nil, err
+	}
+	closeAll := func() error {
+		bp.pol.Hooks.Wait()
+		return errors.Join(closeModel(), bp.close())
+	}
+	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	if err != nil {
+		closeAll()
 		return nil, nil, err
 	}
 	system := a.system
@@ -130,13 +122,13 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	ag, err := agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
-		Approve: newApprover(mode, lines, out).approve,
+		Policy: bp.pol, Approve: newApprover(lines, out).approve,
 	})
 	if err != nil {
-		closeModel()
+		closeAll()
 		return nil, nil, err
 	}
-	return ag, closeModel, nil
+	return ag, closeAll, nil
 }
 
 // lineReader reads answers and chat input line by line from one shared
@@ -163,39 +155,32 @@ func (l *lineReader) ReadLine() (string, error) {
 	return strings.TrimRight(s, "\r\n"), nil
 }
 
-// approver implements the CLI's permission modes and the y/n/always prompt.
+// approver is the person at the terminal: the policy asks it about the
+// calls its rules and mode leave open, with a y/n/always prompt.
 type approver struct {
-	mode   string
 	lines  *lineReader // nil: nobody to ask
 	out    io.Writer
 	mu     sync.Mutex
 	always map[string]bool
 }
 
-func newApprover(mode string, lines *lineReader, out io.Writer) *approver {
-	return &approver{mode: mode, lines: lines, out: out, always: map[string]bool{}}
+func newApprover(lines *lineReader, out io.Writer) *approver {
+	return &approver{lines: lines, out: out, always: map[string]bool{}}
 }
 
 func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agent.Decision {
-	switch {
-	case ap.mode == modeBypass:
-		return agent.Allow()
-	case req.Spec.ReadOnly:
-		return agent.Allow()
-	case ap.mode == modePlan:
-		return agent.Deny("plan mode allows read-only tools only; describe the change instead of making it")
-	case ap.mode == modeAuto && req.Spec.Permission == tool.ClassFile:
-		return agent.Allow() // the file tools are confined to the workspace
-	}
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
-	if ap.always[req.ToolName] {
+	if ap.always[req.ToolName] && !req.Dangerous {
 		return agent.Allow()
 	}
 	if ap.lines == nil {
 		return agent.Deny("there is no terminal to ask for approval; rerun with --yes or --permission-mode to allow " + req.ToolName)
 	}
 	for {
+		if req.Reason != "" {
+			fmt.Fprintf(ap.out, "\n(%s)", req.Reason)
+		}
 		fmt.Fprintf(ap.out, "\nAllow %s? [y]es / [n]o / [a]lways for %s: ", summarizeCall(req.ToolName, req.Input), req.ToolName)
 		answer, err := ap.lines.ReadLine()
 		if err != nil || ctx.Err() != nil {
@@ -205,7 +190,9 @@ func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agen
 		case "y", "yes":
 			return agent.Allow()
 		case "a", "always":
-			ap.always[req.ToolName] = true
+			if !req.Dangerous {
+				ap.always[req.ToolName] = true
+			}
 			return agent.Allow()
 		case "n", "no":
 			return agent.Deny("the user declined")

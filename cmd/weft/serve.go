@@ -22,6 +22,8 @@ import (
 
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
+	"github.com/weft-run/weft/policy/audit"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store/sqlite"
@@ -49,6 +51,7 @@ type serveFlags struct {
 	system         string
 	maxTurns       int
 	logLevel       string
+	policyFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -109,7 +112,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bearerToken, "bearer-token", "", "require Authorization: Bearer <token> on every request but /v1/health")
 	fs.StringVar(&f.cors, "cors", "", "allowed CORS origins, comma-separated, or * for any")
 	fs.IntVar(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per minute per client IP (0 turns the limit off)")
-	fs.StringVar(&f.permissionMode, "permission-mode", "default", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits run, the rest asks) | bypass (ask nothing)")
+	fs.StringVar(&f.permissionMode, "permission-mode", "", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits in the workspace run, the rest asks) | bypass (ask nothing; only this flag or a settings file enables it) (default: the settings' defaultMode, else default)")
+	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default: audit.jsonl next to --db)")
 	fs.DurationVar(&f.keepalive, "keepalive", server.DefaultKeepalive, "SSE heartbeat interval")
 	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
@@ -303,10 +307,6 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
-	mode, err := parseMode(f.permissionMode)
-	if err != nil {
-		return err
-	}
 	if f.keepalive <= 0 {
 		return fmt.Errorf("--keepalive %s: want a positive duration", f.keepalive)
 	}
@@ -334,7 +334,29 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	defer closeModels()
-	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws})...)
+	db, err := sqlite.Open(ctx, f.db, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the database: %w", cerr)
+		}
+	}()
+	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, audit.DefaultPath(f.db), []audit.Sink{audit.NewStoreSink(db)}, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		bp.pol.Hooks.Wait()
+		if cerr := bp.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the audit log: %w", cerr)
+		}
+	}()
+	// From here on no log line carries a secret's value.
+	log = slog.New(secret.NewHandler(log.Handler(), bp.secrets))
+	bp.pol.Logger = log
+	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
 	if err != nil {
 		return err
 	}
@@ -354,17 +376,8 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		rateLimit = -1 // the server's "off"
 	}
 
-	db, err := sqlite.Open(ctx, f.db, sqlite.Options{})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := db.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the database: %w", cerr)
-		}
-	}()
 	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
-		System: system, PermissionMode: mode, MaxTurns: f.maxTurns, Logger: log})
+		System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass, Audits: db, MaxTurns: f.maxTurns, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,8 @@ const (
 var errClosed = errors.New("sqlite: database is closed")
 
 type appendReq struct {
-	sessionID string
+	log       *eventLog
+	sessionID string // the session's or run's id
 	events    []store.Event
 	data      []any
 	created   []int64
@@ -77,7 +78,7 @@ func (a *appender) submit(ctx context.Context, r *appendReq) error {
 			return errClosed
 		default:
 		}
-		return a.db.write(ctx, func(tx *sql.Tx) error { return a.db.insertEvents(ctx, tx, r) })
+		return a.db.write(ctx, func(tx *sql.Tx) error { return r.log.insert(ctx, tx, r) })
 	}
 	select {
 	case a.reqs <- r:
@@ -139,7 +140,7 @@ func (a *appender) run(group []*appendReq) {
 				continue
 			}
 			taken[i] = true
-			errs[i] = a.db.insertEvents(ctx, tx, r)
+			errs[i] = r.log.insert(ctx, tx, r)
 			// A missing session wrote nothing, so the others can go on.
 			if errs[i] != nil && !errors.Is(errs[i], store.ErrNotFound) {
 				culprit = i
@@ -179,22 +180,22 @@ func (a *appender) run(group []*appendReq) {
 	}
 }
 
-// insertEvents assigns r's seqs after the session's last one and inserts
-// its events, inside tx.
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, r *appendReq) error {
+// insert assigns r's seqs after the session's (or run's) last one and
+// inserts its events, inside tx.
+func (l *eventLog) insert(ctx context.Context, tx *sql.Tx, r *appendReq) error {
 	var pk, last int64
-	err := tx.StmtContext(ctx, db.st.lastSeq).QueryRowContext(ctx, r.sessionID).Scan(&pk, &last)
+	err := tx.StmtContext(ctx, l.lastSeq).QueryRowContext(ctx, r.sessionID).Scan(&pk, &last)
 	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(r.sessionID)
+		return l.notFound(r.sessionID)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: append events to %q: %w", r.sessionID, err)
+		return fmt.Errorf("sqlite: append events to %s %q: %w", l.kind, r.sessionID, err)
 	}
-	ins := tx.StmtContext(ctx, db.st.insertEvent)
+	ins := tx.StmtContext(ctx, l.insertEvent)
 	for i := range r.events {
 		r.events[i].Seq = last + 1 + int64(i)
 		if _, err := ins.ExecContext(ctx, pk, r.events[i].Seq, r.events[i].Type, r.data[i], r.created[i]); err != nil {
-			return fmt.Errorf("sqlite: append events to %q: %w", r.sessionID, err)
+			return fmt.Errorf("sqlite: append events to %s %q: %w", l.kind, r.sessionID, err)
 		}
 	}
 	return nil

@@ -10,12 +10,14 @@ import (
 	"strings"
 )
 
-// ErrInvalidCursor is wrapped by ListSessions' error for a cursor it did
-// not hand out. Callers must not fall back to the first page: a client
-// paging with a corrupted cursor would silently see sessions twice.
+// ErrInvalidCursor is wrapped by ListSessions' and ListRuns' error for a
+// cursor they did not hand out. Callers must not fall back to the first
+// page: a client paging with a corrupted cursor would silently see
+// sessions (or runs) twice.
 var ErrInvalidCursor = errors.New("invalid list cursor")
 
-// cursor is the keyset position after the last session of a page.
+// cursor is the keyset position after the last session (or run) of a
+// page.
 type cursor struct {
 	createdAt int64
 	id        string
@@ -42,7 +44,7 @@ func encodeCursor(c cursor) string {
 // of one, which is harmless: it is only a position).
 func decodeCursor(s string) (cursor, error) {
 	invalid := func(why string) (cursor, error) {
-		return cursor{}, fmt.Errorf("sqlite: list sessions: %w (%s)", ErrInvalidCursor, why)
+		return cursor{}, fmt.Errorf("sqlite: list: %w (%s)", ErrInvalidCursor, why)
 	}
 	if s == "" {
 		return invalid("empty")

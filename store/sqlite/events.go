@@ -9,6 +9,21 @@ import (
 	"github.com/weft-run/weft/store"
 )
 
+// eventLog is one of the database's two event tables, sessions' (events)
+// and runs' (run_events): the same contract and code over different
+// statements. It implements store.Events.
+type eventLog struct {
+	db          *DB
+	kind        string // "session" or "run", for messages
+	lastSeq     *sql.Stmt
+	insertEvent *sql.Stmt
+	readEvents  *sql.Stmt
+}
+
+func (l *eventLog) notFound(id string) error {
+	return fmt.Errorf("%s %q: %w", l.kind, id, store.ErrNotFound)
+}
+
 // AppendEvents implements store.Events. The batch is committed in one
 // transaction on the single write connection, which reads the last seq and
 // inserts after it: seqs are assigned in commit order, so a reader never
@@ -23,6 +38,16 @@ import (
 // An event keeps a non-zero CreatedAt (converted to UTC); a zero one gets
 // the time of the append.
 func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+	return db.sessionEvents.AppendEvents(ctx, sessionID, events...)
+}
+
+// ReadEvents implements store.Events. A limit <= 0 means no limit.
+func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]store.Event, error) {
+	return db.sessionEvents.ReadEvents(ctx, sessionID, after, limit)
+}
+
+// AppendEvents implements store.Events for l's table (see DB.AppendEvents).
+func (l *eventLog) AppendEvents(ctx context.Context, id string, events ...store.Event) ([]store.Event, error) {
 	out := make([]store.Event, len(events))
 	data := make([]any, len(events))
 	created := make([]int64, len(events))
@@ -30,7 +55,7 @@ func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...stor
 	for i, e := range events {
 		if e.Data != nil {
 			if !json.Valid(e.Data) {
-				return nil, fmt.Errorf("sqlite: append events to %q: event %d (%s): data is not valid JSON", sessionID, i, e.Type)
+				return nil, fmt.Errorf("sqlite: append events to %s %q: event %d (%s): data is not valid JSON", l.kind, id, i, e.Type)
 			}
 			data[i] = string(e.Data)
 		}
@@ -41,26 +66,27 @@ func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...stor
 		if created[i], err = nanos("event created_at", e.CreatedAt); err != nil {
 			return nil, err
 		}
-		e.SessionID = sessionID
+		e.SessionID = id
 		e.CreatedAt = fromNanos(created[i])
 		e.Data = cloneRaw(e.Data)
 		out[i] = e
 	}
-	req := &appendReq{sessionID: sessionID, events: out, data: data, created: created, done: make(chan error, 1)}
-	if err := db.appender.submit(ctx, req); err != nil {
+	req := &appendReq{log: l, sessionID: id, events: out, data: data, created: created, done: make(chan error, 1)}
+	if err := l.db.appender.submit(ctx, req); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// ReadEvents implements store.Events. A limit <= 0 means no limit.
-func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]store.Event, error) {
+// ReadEvents implements store.Events for l's table. A limit <= 0 means no
+// limit.
+func (l *eventLog) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.Event, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := db.st.readEvents.QueryContext(ctx, after, sessionID, limit)
+	rows, err := l.readEvents.QueryContext(ctx, after, id, limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read events of %q: %w", sessionID, err)
+		return nil, fmt.Errorf("sqlite: read events of %s %q: %w", l.kind, id, err)
 	}
 	defer rows.Close()
 	var (
@@ -75,13 +101,13 @@ func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, lim
 			data         []byte
 		)
 		if err := rows.Scan(&seq, &typ, &data, &created); err != nil {
-			return nil, fmt.Errorf("sqlite: read events of %q: %w", sessionID, err)
+			return nil, fmt.Errorf("sqlite: read events of %s %q: %w", l.kind, id, err)
 		}
 		if !seq.Valid {
-			break // the session's row with nothing after `after` joined
+			break // the parent's row with nothing after `after` joined
 		}
 		out = append(out, store.Event{
-			SessionID: sessionID,
+			SessionID: id,
 			Seq:       seq.Int64,
 			Type:      typ.String,
 			Data:      json.RawMessage(data),
@@ -89,10 +115,13 @@ func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, lim
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: read events of %q: %w", sessionID, err)
+		return nil, fmt.Errorf("sqlite: read events of %s %q: %w", l.kind, id, err)
 	}
 	if !found {
-		return nil, notFound(sessionID)
+		return nil, l.notFound(id)
 	}
 	return out, nil
 }
+
+// RunEvents implements store.Runs: the runs' event log.
+func (db *DB) RunEvents() store.Events { return &db.runEvents }

@@ -1,5 +1,7 @@
 // Package sqlite is weft's embedded store: a store.Store on one SQLite file
-// (modernc.org/sqlite, pure Go, no cgo).
+// (modernc.org/sqlite, pure Go, no cgo): sessions, their conversations and
+// event logs; runs with their step results and event logs; workflows,
+// schedules, memories and the audit trail.
 //
 // # Concurrency
 //
@@ -7,10 +9,10 @@
 // exactly one connection whose transactions begin IMMEDIATE, so writers in
 // this process queue in database/sql instead of failing with SQLITE_BUSY,
 // and a writer in another process is waited for (Options.BusyTimeout)
-// rather than deadlocking on a lock upgrade. Concurrent event appends share
-// transactions (group commit, see appender.go). Reads use a separate pool;
-// in WAL mode they see the last committed state without blocking the
-// writer or each other.
+// rather than deadlocking on a lock upgrade. Concurrent event appends, to
+// session and run logs alike, share transactions (group commit, see
+// appender.go). Reads use a separate pool; in WAL mode they see the last
+// committed state without blocking the writer or each other.
 //
 // # Durability
 //
@@ -28,7 +30,10 @@
 // (returned in UTC, without a monotonic reading) between the years 1678
 // and 2262; times outside that range are rejected. A session's UpdatedAt
 // moves whenever its header or conversation changes (not on event
-// appends), and never backwards.
+// appends), and never backwards; so does a run's on UpdateRun and a
+// workflow's on UpdateWorkflow. Optional times (a step's start and finish,
+// a schedule's next and last run, its expiry) are NULL when zero and come
+// back zero.
 package sqlite
 
 import (
@@ -76,6 +81,10 @@ type DB struct {
 	st   stmts
 
 	appender *appender // nil until Open succeeds
+
+	// The two event tables, over statements in st.
+	sessionEvents eventLog
+	runEvents     eventLog
 
 	closeOnce sync.Once
 	closeErr  error
@@ -177,6 +186,8 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
+	db.sessionEvents = eventLog{db: db, kind: "session", lastSeq: db.st.lastSeq, insertEvent: db.st.insertEvent, readEvents: db.st.readEvents}
+	db.runEvents = eventLog{db: db, kind: "run", lastSeq: db.st.runLastSeq, insertEvent: db.st.insertRunEvent, readEvents: db.st.readRunEvents}
 	db.appender = startAppender(db)
 	return db, nil
 }

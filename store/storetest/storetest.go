@@ -33,7 +33,17 @@
 //     error, never a first page;
 //   - UpdateSession changes Title and Metadata only, and never moves
 //     UpdatedAt backwards;
-//   - readers never see an event before every lower seq is visible.
+//   - readers never see an event before every lower seq is visible;
+//   - runs, workflows and schedules: ids must be non-empty; their JSON
+//     fields (plan, config, canvas, inputs, ...) are validated and come
+//     back byte for byte; statuses must be known ones; zero optional times
+//     come back zero;
+//   - run events follow the session events' contract, per run, and are
+//     independent of a session with the same id;
+//   - ListRuns pages with the cursor rules of ListSessions; a filtered
+//     query pages through exactly the matching runs;
+//   - list methods return empty, non-nil slices when nothing matches;
+//   - audit entries outlive their session.
 package storetest
 
 import (
@@ -83,6 +93,30 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventsConcurrentOneSession", testEventsConcurrentOne},
 		{"EventsConcurrentManySessions", testEventsConcurrentMany},
 		{"CanceledContext", testCanceled},
+
+		{"CreateGetRun", testRunCreateGet},
+		{"UpdateRun", testRunUpdate},
+		{"ListRunsOrderAndPaging", testRunListPaging},
+		{"ListRunsLimits", testRunListLimits},
+		{"ListRunsFilters", testRunListFilters},
+		{"DeleteRunCascades", testRunDelete},
+		{"StepResults", testRunSteps},
+		{"DeleteStepResults", testRunDeleteSteps},
+		{"InterruptRuns", testRunInterrupt},
+		{"RunEvents", testRunEvents},
+		{"RunEventsConcurrent", testRunEventsConcurrent},
+		{"RunsCanceledContext", testRunsCanceled},
+		{"Workflows", testWorkflows},
+		{"WorkflowCanvasByteForByte", testWorkflowCanvas},
+		{"ListWorkflows", testWorkflowList},
+		{"WorkflowConcurrentUpdates", testWorkflowConcurrent},
+		{"Schedules", testSchedules},
+		{"ListSchedules", testScheduleList},
+		{"Memories", testMemories},
+		{"Audit", testAudit},
+		{"AuditQueries", testAuditQueries},
+		{"AuditLimits", testAuditLimits},
+		{"AuditConcurrent", testAuditConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -142,7 +142,7 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	}
 	cmd := exec.Command(t.shell, "-c", in.Command)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), t.cfg.Env...), "PWD="+dir)
+	cmd.Env = append(append(append(os.Environ(), t.cfg.Env...), call.Env...), "PWD="+dir)
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -21,6 +22,10 @@ type Config struct {
 	// Env is added to the environment of Bash commands (e.g. secrets the
 	// run was given), on top of the process environment.
 	Env []string
+	// Guard scans what Write and Edit are about to put on disk; a secret
+	// blocks the write. nil means secret.NewDefaultGuard() (scanning is on
+	// by default); secret.NoopGuard{} turns it off.
+	Guard secret.Guard
 
 	// WebFetch: AllowPrivateNetworks lets it reach loopback, link-local and
 	// private addresses (off by default: an agent must not probe the

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -20,7 +21,8 @@ const editDescription = `Replaces exact text in a file: old_string becomes new_s
 - Read the file in this session first; the edit is refused if the file changed on disk since.
 - old_string must match the file exactly, including indentation and line breaks. Copy it from Read's output without the line-number prefix (number and tab).
 - old_string must occur exactly once: include enough surrounding lines to make it unique, or set replace_all to replace every occurrence (e.g. to rename a variable).
-- An empty old_string with a file_path that does not exist creates the file with new_string as its content.`
+- An empty old_string with a file_path that does not exist creates the file with new_string as its content.
+- A new_string that looks like it contains secrets (API keys, tokens, passwords, private keys) is refused: have the code read them from the environment instead.`
 
 var editSchema = json.RawMessage(`{
   "type": "object",
@@ -40,12 +42,14 @@ const (
 )
 
 type editTool struct {
-	ws wsConfine
+	ws    wsConfine
+	guard secret.Guard
 }
 
 // NewEdit returns the Edit tool: exact string replacement in a file the
-// session has read, written atomically.
-func NewEdit(cfg Config) tool.Tool { return &editTool{ws: wsFrom(cfg)} }
+// session has read, written atomically; new text that looks like it holds
+// secrets is refused (cfg.Guard).
+func NewEdit(cfg Config) tool.Tool { return &editTool{ws: wsFrom(cfg), guard: guardFrom(cfg)} }
 
 func (t *editTool) Spec() tool.Spec {
 	return tool.Spec{
@@ -134,6 +138,11 @@ func (t *editTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	} else {
 		updated = content[:at] + newS + content[at+len(oldS):]
 	}
+	if res, blocked := secretCheck(t.guard, t.ws, "Edit", "new_string", path, func(scan secretScan) (int, error) {
+		return editSecrets(scan, content, updated, oldS, newS, in.ReplaceAll)
+	}); blocked {
+		return res, nil
+	}
 	nfi, err := writeAtomic(path, []byte(updated), fi.Mode().Perm())
 	if err != nil {
 		return tool.Errorf("cannot write %s: %v", path, err), nil
@@ -151,6 +160,12 @@ func (t *editTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 
 // create makes a new file from new_string (Edit with an empty old_string).
 func (t *editTool) create(sess *tool.Session, path, content string) (tool.Result, error) {
+	if res, blocked := secretCheck(t.guard, t.ws, "Edit", "new_string", path, func(scan secretScan) (int, error) {
+		ms, err := scan(content)
+		return len(ms), err
+	}); blocked {
+		return res, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return tool.Errorf("cannot create the directory for %s: %v", path, err), nil
 	}
@@ -166,6 +181,12 @@ func (t *editTool) create(sess *tool.Session, path, content string) (tool.Result
 
 // replaceWhole fills an existing empty file.
 func (t *editTool) replaceWhole(sess *tool.Session, path string, fi fs.FileInfo, content string) (tool.Result, error) {
+	if res, blocked := secretCheck(t.guard, t.ws, "Edit", "new_string", path, func(scan secretScan) (int, error) {
+		ms, err := scan(content)
+		return len(ms), err
+	}); blocked {
+		return res, nil
+	}
 	nfi, err := writeAtomic(path, []byte(content), fi.Mode().Perm())
 	if err != nil {
 		return tool.Errorf("cannot write %s: %v", path, err), nil
@@ -174,6 +195,65 @@ func (t *editTool) replaceWhole(sess *tool.Session, path string, fi fs.FileInfo,
 	res := tool.Text(fmt.Sprintf("Updated %s (%s)", path, writeLines(writeCountLines(content))))
 	res.Data = map[string]any{"path": path, "replacements": 1}
 	return res, nil
+}
+
+// editSecrets counts the secrets an edit adds. The file may hold secrets
+// already (a .env being edited): those must not block unrelated edits, so
+// only secrets on the edited lines of the result count; plus, for secrets
+// that only form with the surrounding text or start on an untouched line
+// (a key block whose body is added), any growth in the file's total; plus
+// whatever new_string holds on its own.
+func editSecrets(scan secretScan, content, updated, oldS, newS string, all bool) (int, error) {
+	alone, err := scan(newS)
+	if err != nil {
+		return 0, err
+	}
+	before, err := scan(content)
+	if err != nil {
+		return 0, err
+	}
+	after, err := scan(updated)
+	if err != nil {
+		return 0, err
+	}
+	onEdited := 0
+	if len(after) > 0 {
+		ranges := editedLines(content, updated, oldS, newS, all)
+		for _, m := range after {
+			for _, r := range ranges {
+				if r[0] <= m.Line && m.Line <= r[1] {
+					onEdited++
+					break
+				}
+			}
+		}
+	}
+	return max(len(alone), onEdited, len(after)-len(before)), nil
+}
+
+// editedLines returns the 1-based line ranges the replacement text occupies
+// in updated.
+func editedLines(content, updated, oldS, newS string, all bool) [][2]int {
+	span := strings.Count(newS, "\n")
+	var ranges [][2]int
+	line, scanned := 1, 0 // line number of updated[scanned]
+	shift := 0            // how far updated positions are from content positions
+	for from := 0; ; {
+		i := strings.Index(content[from:], oldS)
+		if i < 0 {
+			break
+		}
+		pos := from + i + shift
+		line += strings.Count(updated[scanned:pos], "\n")
+		scanned = pos
+		ranges = append(ranges, [2]int{line, line + span})
+		if !all {
+			break
+		}
+		from += i + len(oldS)
+		shift += len(newS) - len(oldS)
+	}
+	return ranges
 }
 
 var editLineNumberPrefix = regexp.MustCompile(`(?m)^\s*\d+\t`)

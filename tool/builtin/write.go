@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -20,7 +21,8 @@ const writeDescription = `Writes a file in the workspace, replacing it if it exi
 
 - Overwriting an existing file requires that you Read it in this session first and that it has not changed since; otherwise the write is refused.
 - Prefer Edit for changing part of an existing file: it sends only the changed text.
-- content is written exactly as given; end text files with a newline.`
+- content is written exactly as given; end text files with a newline.
+- Content that looks like it contains secrets (API keys, tokens, passwords, private keys) is refused: have the code read them from the environment instead.`
 
 var writeSchema = json.RawMessage(`{
   "type": "object",
@@ -33,12 +35,14 @@ var writeSchema = json.RawMessage(`{
 }`)
 
 type writeTool struct {
-	ws wsConfine
+	ws    wsConfine
+	guard secret.Guard
 }
 
 // NewWrite returns the Write tool: creates or replaces a file atomically,
-// refusing to overwrite content the session has not seen.
-func NewWrite(cfg Config) tool.Tool { return &writeTool{ws: wsFrom(cfg)} }
+// refusing to overwrite content the session has not seen and content that
+// looks like it holds secrets (cfg.Guard).
+func NewWrite(cfg Config) tool.Tool { return &writeTool{ws: wsFrom(cfg), guard: guardFrom(cfg)} }
 
 func (t *writeTool) Spec() tool.Spec {
 	return tool.Spec{
@@ -68,6 +72,12 @@ func (t *writeTool) Run(ctx context.Context, call *tool.Call) (tool.Result, erro
 	}
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("not written: %v", err), nil
+	}
+	if res, blocked := secretCheck(t.guard, t.ws, "Write", "the content", path, func(scan secretScan) (int, error) {
+		ms, err := scan(in.Content)
+		return len(ms), err
+	}); blocked {
+		return res, nil
 	}
 	sess := wsSession(call)
 	perm := writeNewFileMode()
@@ -99,6 +109,46 @@ func (t *writeTool) Run(ctx context.Context, call *tool.Call) (tool.Result, erro
 	}
 	res.Data = map[string]any{"path": path, "created": !exists, "lines": lines}
 	return res, nil
+}
+
+// guardFrom returns the configured secret guard; scanning is on unless
+// turned off explicitly.
+func guardFrom(cfg Config) secret.Guard {
+	if cfg.Guard == nil {
+		return secret.NewDefaultGuard()
+	}
+	return cfg.Guard
+}
+
+// secretScan scans text about to be written to the file being checked.
+type secretScan func(text string) ([]secret.Match, error)
+
+// secretCheck runs count with a scanner for path and, if it finds secrets
+// (or the guard fails), returns the error result that blocks the write.
+// The result names neither the rules nor the secrets: the count is all the
+// model, the user and the audit trail get (seed 000), in Data
+// "secret_detected" so the pipeline can audit it.
+func secretCheck(g secret.Guard, ws wsConfine, toolName, what, path string, count func(secretScan) (int, error)) (tool.Result, bool) {
+	rel := filepath.ToSlash(path)
+	if root, err := ws.root(); err == nil {
+		if r, err := filepath.Rel(root, path); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			rel = filepath.ToSlash(r)
+		}
+	}
+	n, err := count(func(text string) ([]secret.Match, error) { return g.Scan(rel, text) })
+	if err != nil {
+		return tool.Errorf("%s blocked: the secret scan failed (%v); nothing was written", toolName, err), true
+	}
+	if n == 0 {
+		return tool.Result{}, false
+	}
+	kind := "secrets (keys, tokens or passwords)"
+	if n == 1 {
+		kind = "secret (a key, token or password)"
+	}
+	res := tool.Errorf("%s blocked: %s looks like it contains %d %s. Keep secrets out of files: read them from the environment instead.", toolName, what, n, kind)
+	res.Data = map[string]any{"secret_detected": n, "path": path}
+	return res, true
 }
 
 func writeLines(n int) string {

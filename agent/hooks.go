@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/policy/secret"
+)
+
+// maxStopHookRuns bounds how many times stop hooks may send the model back
+// to work within one run.
+const maxStopHookRuns = 3
+
+// hooks returns the policy's hook manager when it has hooks for ev.
+func (r *run) hooks(ev hook.Event) *hook.Manager {
+	if m := r.a.pol.Hooks; m != nil && m.Has(ev) {
+		return m
+	}
+	return nil
+}
+
+func (r *run) hookInput(ev hook.Event) hook.Input {
+	in := r.a.pol.HookInput(ev)
+	in.Model, in.Turn = r.a.cfg.Model, r.turns
+	return in
+}
+
+// userPromptHooks runs user_prompt_submit hooks: a deny blocks the prompt
+// (it never reaches the model or the history), additional context rides
+// along with it.
+func (r *run) userPromptHooks(msg *llm.Message) (blocked string) {
+	m := r.hooks(hook.UserPromptSubmit)
+	if m == nil {
+		return ""
+	}
+	in := r.hookInput(hook.UserPromptSubmit)
+	in.Prompt = r.redact(msg.Text())
+	out := m.Run(r.ctx, in)
+	if out.Verdict == hook.Verdict("deny") {
+		return nonEmptyString(out.Reason, "the prompt was blocked by a user_prompt_submit hook")
+	}
+	if out.Stop {
+		return nonEmptyString(out.StopReason, "a user_prompt_submit hook stopped the run")
+	}
+	if out.AdditionalContext != "" {
+		msg.Content = append(msg.Content, llm.Text(out.AdditionalContext))
+	}
+	return ""
+}
+
+// preSamplingHooks runs before every model call; a deny stops the run.
+func (r *run) preSamplingHooks() (blocked string) {
+	m := r.hooks(hook.PreSampling)
+	if m == nil {
+		return ""
+	}
+	in := r.hookInput(hook.PreSampling)
+	r.s.mu.Lock()
+	in.MessageCount = len(r.s.messages)
+	r.s.mu.Unlock()
+	out := m.Run(r.ctx, in)
+	if out.Verdict == hook.Verdict("deny") || out.Stop {
+		return nonEmptyString(out.Reason, nonEmptyString(out.StopReason, "a pre_sampling hook blocked the model call"))
+	}
+	return ""
+}
+
+// postSamplingHooks observe a completed model call; they never hold up
+// the run (seed 000: fire and forget).
+func (r *run) postSamplingHooks(res llm.Result) {
+	m := r.hooks(hook.PostSampling)
+	if m == nil {
+		return
+	}
+	in := r.hookInput(hook.PostSampling)
+	in.InputTokens, in.OutputTokens = res.Usage.InputTokens, res.Usage.OutputTokens
+	in.StopReason = string(res.Outcome.StopReason)
+	in.ResponsePreview = truncateUTF8(r.redact(res.Message.Text()), 500)
+	go m.Run(context.WithoutCancel(r.ctx), in)
+}
+
+// stopHooks run when the model has finished; a hook that blocks (Claude
+// Code's Stop "decision":"block") sends its reason back to the model as
+// the next user message, a bounded number of times.
+func (r *run) stopHooks() (again bool) {
+	m := r.hooks(hook.Stop)
+	if m == nil || r.stopHookRuns >= maxStopHookRuns {
+		return false
+	}
+	in := r.hookInput(hook.Stop)
+	in.Extra = map[string]any{"stop_hook_active": r.stopHookRuns > 0}
+	out := m.Run(r.ctx, in)
+	if out.Verdict != hook.Verdict("deny") || out.Reason == "" || out.Stop {
+		return false
+	}
+	r.stopHookRuns++
+	r.s.mu.Lock()
+	r.s.messages = appendMerged(r.s.messages, llm.UserText(out.Reason))
+	r.s.mu.Unlock()
+	return true
+}
+
+// runEndHooks report how the run ended: run_complete or run_error
+// (seed 001), observers only.
+func (r *run) runEndHooks(reason string) {
+	ev := hook.RunComplete
+	if reason == StopError {
+		ev = hook.RunError
+	}
+	m := r.hooks(ev)
+	if m == nil {
+		return
+	}
+	in := r.hookInput(ev)
+	in.StopReason = reason
+	in.ResponsePreview = truncateUTF8(r.redact(r.text), 500)
+	go m.Run(context.WithoutCancel(r.ctx), in)
+}
+
+// emitDelta sends the part of a delta that cannot be the start of a
+// secret; the rest waits for the next delta or the block's end.
+func (r *run) emitDelta(typ EventType, st **secret.Stream, delta string) bool {
+	sec := r.a.pol.Secrets
+	if sec == nil || sec.Len() == 0 {
+		return r.emitRaw(typ, TextData{Text: delta})
+	}
+	if *st == nil {
+		*st = sec.NewStream()
+	}
+	if out := (*st).Write(delta); out != "" {
+		return r.emitRaw(typ, TextData{Text: out})
+	}
+	return true
+}
+
+// flushDelta sends what a stream held back, at the end of its block.
+func (r *run) flushDelta(typ EventType, st **secret.Stream) bool {
+	if *st == nil {
+		return true
+	}
+	out := (*st).Flush()
+	*st = nil
+	if out == "" {
+		return true
+	}
+	return r.emitRaw(typ, TextData{Text: out})
+}
+
+// emitRaw emits data that is already redacted.
+func (r *run) emitRaw(typ EventType, data any) bool {
+	if r.stopped {
+		return false
+	}
+	if !r.yield(Event{Type: typ, Data: data}, nil) {
+		r.stopped = true
+		r.cancel()
+	}
+	return !r.stopped
+}
+
+func (r *run) redact(s string) string {
+	if sec := r.a.pol.Secrets; sec != nil && sec.Len() > 0 {
+		return sec.Redact(s)
+	}
+	return s
+}
+
+// redactEvent replaces registered secret values in an event's payload, so
+// no stream, log or stored row carries them.
+func (r *run) redactEvent(data any) any {
+	sec := r.a.pol.Secrets
+	if sec == nil || sec.Len() == 0 {
+		return data
+	}
+	switch d := data.(type) {
+	case TextData:
+		d.Text = sec.Redact(d.Text)
+		return d
+	case ToolUseData:
+		d.Input = json.RawMessage(sec.RedactJSON(d.Input))
+		return d
+	case ToolResultData:
+		d.Output = sec.Redact(d.Output)
+		return d
+	case ToolProgressData:
+		d.Detail = sec.Redact(d.Detail)
+		return d
+	case ErrorData:
+		d.Error = sec.Redact(d.Error)
+		return d
+	case DoneData:
+		d.Text = sec.Redact(d.Text)
+		return d
+	case NotifyData:
+		if b, err := json.Marshal(d.Payload); err == nil {
+			if red := sec.RedactJSON(b); string(red) != string(b) {
+				d.Payload = json.RawMessage(red)
+			}
+		}
+		return d
+	}
+	return data
+}
+
+func nonEmptyString(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/audit"
+	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/policy/secret"
+)
+
+// policyFlags are the safety settings run, chat and serve share.
+type policyFlags struct {
+	settings  string
+	secrets   []string
+	auditLog  string
+	pluginDir string
+}
+
+func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
+	fs.StringVar(&p.settings, "settings", "", "settings file in Claude Code's shape (permissions, hooks, env), on top of ~/.weft/settings.json and <workspace>/.weft/settings.json")
+	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME] (repeatable)")
+	fs.StringVar(&p.auditLog, "audit-log", "", auditHelp)
+	fs.StringVar(&p.pluginDir, "plugin-dir", "", "directory of plugins (one subdirectory each, hooks in hooks/hooks.json); their hooks run only once trusted (default ~/.weft/plugins)")
+}
+
+// builtPolicy is a policy with what must be closed after it.
+type builtPolicy struct {
+	pol     *policy.Policy
+	merged  policy.Merged
+	secrets *secret.Set
+	// explicitBypass: bypass was asked for by the person starting weft
+	// (flag, environment or a settings file), the only way to get it.
+	explicitBypass bool
+	close          func() error
+}
+
+// build loads the settings scopes and assembles the policy. mode is the
+// --permission-mode value ("" when not given); sinks are audit sinks
+// besides the JSONL file (the database, for serve).
+func (p *policyFlags) build(env environ, ws string, addDirs []string, mode string, defaultAudit string, sinks []audit.Sink, log *slog.Logger) (*builtPolicy, error) {
+	home := env.getenv("HOME")
+	sources, err := policy.LoadScopes(home, ws, p.settings)
+	if err != nil {
+		return nil, err
+	}
+	merged := policy.Merge(sources...)
+	b := &builtPolicy{merged: merged, close: func() error { return nil }}
+
+	m := merged.Mode
+	if mode != "" {
+		if m, err = permission.ParseMode(mode); err != nil {
+			return nil, fmt.Errorf("--permission-mode: %w", err)
+		}
+	}
+	if m == "" {
+		m = permission.Mode("default")
+	}
+	b.explicitBypass = m == permission.Mode("bypass")
+
+	hooks := hook.NewManager(hook.Options{Logger: log, ProjectRoot: ws})
+	if err := hooks.Register(merged.Hooks...); err != nil {
+		return nil, err
+	}
+	pluginDir := p.pluginDir
+	if pluginDir == "" && home != "" {
+		pluginDir = filepath.Join(home, ".weft", "plugins")
+	}
+	if err := loadPlugins(hooks, pluginDir); err != nil {
+		return nil, err
+	}
+
+	set := secret.NewSet()
+	for _, s := range p.secrets {
+		name, from, _ := strings.Cut(s, "=")
+		if from == "" {
+			from = name
+		}
+		v := env.getenv(from)
+		if v == "" {
+			return nil, fmt.Errorf("--secret %s: the environment variable %s is empty or unset", s, from)
+		}
+		if err := set.Set(name, v); err != nil {
+			return nil, fmt.Errorf("--secret %s: %w", s, err)
+		}
+	}
+	b.secrets = set
+
+	path := p.auditLog
+	if path == "" {
+		path = defaultAudit
+	}
+	var all audit.Composite
+	if path != "off" && path != "" {
+		j, err := audit.NewJSONL(path)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-log: %w", err)
+		}
+		all = append(all, j)
+	}
+	all = append(all, sinks...)
+	b.close = all.Close
+
+	dirs := append(append([]string(nil), merged.ExtraDirs...), addDirs...)
+	b.pol = &policy.Policy{
+		Mode: m, Rules: merged.Rules, Workspace: ws, ExtraDirs: dirs,
+		Hooks: hooks, Audit: all, Secrets: set, Logger: log,
+	}
+	return b, nil
+}
+
+// toolEnv is what Bash gets on top of the process environment: the
+// settings' env, then the secrets.
+func (b *builtPolicy) toolEnv() []string {
+	keys := make([]string, 0, len(b.merged.Env))
+	for k := range b.merged.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var env []string
+	for _, k := range keys {
+		env = append(env, k+"="+b.merged.Env[k])
+	}
+	return env
+}
+
+// loadPlugins registers the hooks of every plugin under dir; they stay
+// inert until the plugin is trusted. A missing dir means no plugins.
+func loadPlugins(m *hook.Manager, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("plugins: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		root := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(root, "hooks", "hooks.json")); err != nil {
+			continue
+		}
+		defs, err := hook.LoadPluginHooks(e.Name(), root, filepath.Join(root, "data"))
+		if err != nil {
+			return err
+		}
+		if err := m.ReplaceSource(e.Name(), defs); err != nil {
+			return err
+		}
+	}
+	return nil
+}

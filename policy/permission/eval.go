@@ -1,0 +1,635 @@
+package permission
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/weft-run/weft/policy/shell"
+	"github.com/weft-run/weft/tool"
+)
+
+// Call is what Evaluate needs to know about one tool call.
+type Call struct {
+	Tool  string
+	Input json.RawMessage
+	Meta  tool.Meta
+	// Workspace is absolute; relative path globs and "inside the
+	// workspace" are relative to it. "" means no path is inside.
+	Workspace string
+	// ExtraDirs (additionalDirectories) also count as inside; relative
+	// ones are relative to Workspace.
+	ExtraDirs []string
+	// Home is the directory ~ stands for in rules and paths; "" means the
+	// current user's (os.UserHomeDir).
+	Home string
+}
+
+// Evaluate decides a tool call. The order, first match wins:
+//
+//  1. a deny rule matches (for Bash: any command or write target) => deny
+//  2. bypass mode => allow
+//  3. the danger floor (Bash only): catastrophic => deny; dangerous =>
+//     ask (deny in plan mode), whatever the allow rules say
+//  4. an ask rule matches (any part) => ask
+//  5. a Bash command that cannot be resolved statically => ask (deny in
+//     plan mode)
+//  6. allow rules cover the call (for Bash: every command and every write
+//     target) => allow
+//  7. the mode's default (seed 004's matrix)
+//
+// Rules never depend on their order, so deny always wins.
+func Evaluate(rs RuleSet, mode Mode, c Call) (d Decision) {
+	defer func() {
+		// Paths and commands come from the model; a reason stays one line.
+		d.Reason = strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(d.Reason)
+	}()
+	e := newEval(c)
+	if r, what, ok := e.any(rs.Deny); ok {
+		return Decision{Verdict: Deny, Stage: StageDenyRule, Rule: r.String(),
+			Reason: fmt.Sprintf("permission rule %s denies %s; do not retry it, find another way or ask the user", r, what)}
+	}
+	if mode == ModeBypass {
+		return Decision{Verdict: Allow, Stage: StageMode, Reason: "bypass mode: every call not denied by a rule runs"}
+	}
+	if e.bash {
+		switch d := shell.Classify(e.an); d.Severity {
+		case shell.Catastrophic:
+			return Decision{Verdict: Deny, Stage: StageFloor,
+				Reason: "blocked: " + d.Reason + "; this is never allowed outside bypass mode"}
+		case shell.Dangerous:
+			if mode == ModePlan {
+				return Decision{Verdict: Deny, Stage: StageFloor,
+					Reason: "plan mode: " + d.Reason + "; only read-only tools run while planning"}
+			}
+			return Decision{Verdict: Ask, Stage: StageFloor,
+				Reason: d.Reason + "; such commands always need approval"}
+		}
+	}
+	if r, what, ok := e.any(rs.Ask); ok {
+		return Decision{Verdict: Ask, Stage: StageAskRule, Rule: r.String(),
+			Reason: fmt.Sprintf("permission rule %s asks for approval of %s", r, what)}
+	}
+	if e.bash && len(e.an.Problems) > 0 {
+		why := e.an.Problems[0]
+		if mode == ModePlan {
+			return Decision{Verdict: Deny, Stage: StageUnresolved,
+				Reason: "plan mode: cannot check this command statically (" + why + "); only commands that can be checked run while planning"}
+		}
+		return Decision{Verdict: Ask, Stage: StageUnresolved,
+			Reason: "cannot check this command statically (" + why + "), so it needs approval"}
+	}
+	if rules, ok := e.all(rs.Allow); ok {
+		names := make([]string, len(rules))
+		for i, r := range rules {
+			names[i] = r.String()
+		}
+		return Decision{Verdict: Allow, Stage: StageAllowRule, Rule: strings.Join(names, ", "),
+			Reason: "allowed by permission rule " + strings.Join(names, ", ")}
+	}
+	return e.modeDefault(mode)
+}
+
+// eval holds what Evaluate derives from a call once.
+type eval struct {
+	c        Call
+	home     string
+	bash     bool
+	webfetch bool
+	an       shell.Analysis
+	fields   map[string]json.RawMessage
+	// readTool and writeTool place a non-Bash call in the family Read(...)
+	// or Edit(...)/Write(...) rules apply to; paths are the paths it
+	// touches, made absolute, and unknownPath is set when one could not
+	// be resolved.
+	readTool, writeTool bool
+	paths               []string
+	unknownPath         bool
+}
+
+var (
+	readTools  = []string{"Read", "Grep", "Glob", "LS", "NotebookRead"}
+	writeTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
+	pathFields = []string{"file_path", "path", "notebook_path"}
+)
+
+func newEval(c Call) *eval {
+	e := &eval{c: c, home: c.Home}
+	if e.home == "" {
+		e.home, _ = os.UserHomeDir()
+	}
+	if e.home != "" {
+		e.home = filepath.ToSlash(filepath.Clean(e.home))
+	}
+	_ = json.Unmarshal(c.Input, &e.fields)
+	e.bash = c.Tool == "Bash" || c.Meta.Permission == tool.ClassBash
+	e.webfetch = c.Tool == "WebFetch" || c.Meta.Permission == tool.ClassWebFetch
+	if e.bash {
+		cmd, ok := e.str("command")
+		if !ok {
+			e.an = shell.Analysis{Problems: []string{"the call has no command string"}}
+		} else {
+			e.an = shell.Analyze(cmd)
+		}
+		return e
+	}
+	hasPath := slices.ContainsFunc(pathFields, func(f string) bool { _, ok := e.fields[f]; return ok })
+	e.writeTool = slices.Contains(writeTools, c.Tool) ||
+		(!c.Meta.ReadOnly && (c.Meta.Permission == tool.ClassFile || (c.Meta.Effect == tool.EffectWrite && hasPath)))
+	e.readTool = !e.writeTool && (slices.Contains(readTools, c.Tool) ||
+		((c.Meta.ReadOnly || c.Meta.Effect == tool.EffectRead) && hasPath))
+	if e.readTool || e.writeTool {
+		e.collectPaths()
+	}
+	return e
+}
+
+func (e *eval) str(field string) (string, bool) {
+	raw, ok := e.fields[field]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// collectPaths resolves the paths a file tool names.
+func (e *eval) collectPaths() {
+	var rel []string
+	for _, f := range pathFields {
+		if _, present := e.fields[f]; !present {
+			continue
+		}
+		s, ok := e.str(f)
+		if !ok {
+			e.unknownPath = true
+			continue
+		}
+		if s == "" && e.readTool {
+			s = "." // Grep and Glob search the workspace by default
+		}
+		rel = append(rel, s)
+	}
+	if len(rel) == 0 && (e.c.Tool == "Grep" || e.c.Tool == "Glob") {
+		rel = append(rel, ".")
+	}
+	// An absolute Glob pattern (or one climbing out with ..) reaches
+	// beyond its search directory: its fixed leading part is a path too.
+	if pat, ok := e.str("pattern"); ok && e.c.Tool == "Glob" {
+		dir := pat
+		if i := strings.IndexAny(dir, "*?[{"); i >= 0 {
+			dir = path.Dir(dir[:i] + "x")
+		}
+		if strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "~") || strings.Contains(dir, "..") {
+			searchDir := "."
+			if len(rel) > 0 {
+				searchDir = rel[0]
+			}
+			if !strings.HasPrefix(dir, "/") && !strings.HasPrefix(dir, "~") {
+				dir = path.Join(searchDir, dir)
+			}
+			rel = append(rel, dir)
+		}
+	}
+	if len(rel) == 0 {
+		e.unknownPath = true
+	}
+	for _, s := range rel {
+		p, ok := e.abs(s)
+		if !ok {
+			e.unknownPath = true
+			continue
+		}
+		e.paths = append(e.paths, p)
+	}
+}
+
+// abs makes a path absolute: ~ is the home directory, relative paths are
+// relative to the workspace. It fails when the base is unknown.
+func (e *eval) abs(p string) (string, bool) {
+	p = filepath.ToSlash(p)
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if e.home == "" {
+			return "", false
+		}
+		return path.Clean(e.home + p[1:]), true
+	case strings.HasPrefix(p, "~"):
+		return "", false // ~user: not resolvable here
+	case strings.HasPrefix(p, "/"):
+		return path.Clean(p), true
+	case e.c.Workspace == "":
+		return "", false
+	}
+	return path.Clean(filepath.ToSlash(e.c.Workspace) + "/" + p), true
+}
+
+// match says whether a rule applies to a call: yes, no, or cannot tell.
+type match int
+
+const (
+	no match = iota
+	yes
+	unknown
+)
+
+// toolLevel reports whether r applies to the call as a whole.
+func (e *eval) toolLevel(r Rule) bool {
+	name := e.c.Tool
+	switch r.kind {
+	case kindName:
+		switch r.arg {
+		case "Bash":
+			return e.bash
+		case "WebFetch":
+			return e.webfetch
+		case "Read":
+			return e.readTool
+		case "Edit", "Write":
+			return e.writeTool
+		}
+		return name == r.arg
+	case kindNameGlob:
+		ok, _ := path.Match(r.arg, name)
+		return ok
+	case kindMcpServer:
+		return name == r.arg || strings.HasPrefix(name, r.arg+"__")
+	case kindMcp:
+		rest, isMcp := strings.CutPrefix(name, "mcp__")
+		ok, _ := path.Match(r.arg, rest)
+		return isMcp && ok
+	case kindEffect:
+		return string(e.c.Meta.Effect) == r.arg || (r.arg == "read" && e.c.Meta.ReadOnly)
+	}
+	return false
+}
+
+// writeRule reports whether r is about files written: Edit/Write with or
+// without a glob.
+func writeRule(r Rule) bool {
+	return (r.kind == kindPath || r.kind == kindName) && (r.head == "Edit" || r.head == "Write" || (r.head == "" && (r.arg == "Edit" || r.arg == "Write")))
+}
+
+// pathMatch matches a path rule against a call's paths: yes when every
+// path matches (all) or any does (!all); unknown when a path could not
+// be resolved and the answer depends on it.
+func (e *eval) pathMatch(r Rule, paths []string, unknownPath, all bool) match {
+	pat, ok := e.pattern(r)
+	if !ok {
+		return unknown
+	}
+	hits := 0
+	for _, p := range paths {
+		if globMatch(pat, p) {
+			hits++
+		}
+	}
+	switch {
+	case all && hits == len(paths) && len(paths) > 0 && !unknownPath:
+		return yes
+	case !all && hits > 0:
+		return yes
+	case unknownPath:
+		return unknown
+	}
+	return no
+}
+
+// pattern turns a rule's path glob into an absolute doublestar pattern:
+// //abs and /abs are absolute, ~/x is in the home directory, ./x and x
+// with a slash are relative to the workspace, and a bare name (no slash)
+// matches at any depth below it, as in .gitignore.
+func (e *eval) pattern(r Rule) (string, bool) {
+	g := r.arg
+	var p string
+	switch {
+	case strings.HasPrefix(g, "//"):
+		p = g[1:]
+	case strings.HasPrefix(g, "/"):
+		p = g
+	case g == "~" || strings.HasPrefix(g, "~/"):
+		if e.home == "" {
+			return "", false
+		}
+		p = escapeGlob(e.home) + g[1:]
+	case e.c.Workspace == "":
+		return "", false
+	case strings.HasPrefix(g, "./"):
+		p = escapeGlob(filepath.ToSlash(e.c.Workspace)) + "/" + g[2:]
+	case strings.Contains(strings.TrimSuffix(g, "/"), "/"):
+		p = escapeGlob(filepath.ToSlash(e.c.Workspace)) + "/" + g
+	default:
+		p = escapeGlob(filepath.ToSlash(e.c.Workspace)) + "/**/" + g
+	}
+	return path.Clean(p), true
+}
+
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// globMatch matches p or any directory above it: a rule naming a directory
+// covers what is inside, as in .gitignore.
+func globMatch(pattern, p string) bool {
+	for {
+		if ok, _ := doublestar.Match(pattern, p); ok {
+			return true
+		}
+		parent := path.Dir(p)
+		if parent == p {
+			return false
+		}
+		p = parent
+	}
+}
+
+// domainMatch matches WebFetch(domain:d) against the call's url.
+func (e *eval) domainMatch(r Rule) match {
+	s, ok := e.str("url")
+	if !ok {
+		return unknown
+	}
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return unknown
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return unknown
+	}
+	if host == r.arg || strings.HasSuffix(host, "."+r.arg) {
+		return yes
+	}
+	return no
+}
+
+// commandMatch matches Command(spec)/Bash(spec) against one command.
+// loose also tries the command name without its directory (/bin/rm as
+// rm), which deny and ask rules use so a path cannot dodge them.
+func commandMatch(r Rule, c shell.Command, loose bool) bool {
+	texts := []string{c.Text}
+	if loose && len(c.Args) > 0 && strings.Contains(c.Args[0], "/") {
+		texts = append(texts, strings.Join(append([]string{path.Base(c.Args[0])}, c.Args[1:]...), " "))
+	}
+	for _, t := range texts {
+		if specMatch(r.arg, r.prefix, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// specMatch: exact word-for-word; with prefix, the spec followed by
+// nothing or by a space; * matches any run of characters. A trailing " *"
+// also matches nothing, as in Claude Code: "ls *" matches "ls".
+func specMatch(spec string, prefix bool, text string) bool {
+	if prefix {
+		return wildcard(spec, text) || wildcard(spec+" *", text)
+	}
+	if wildcard(spec, text) {
+		return true
+	}
+	if s, ok := strings.CutSuffix(spec, " *"); ok {
+		return wildcard(s, text)
+	}
+	return false
+}
+
+// wildcard matches text against a pattern where * matches any run of
+// characters (including none and including spaces); nothing else is
+// special.
+func wildcard(pattern, text string) bool {
+	p, t := 0, 0
+	star, mark := -1, 0
+	for t < len(text) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, t
+			p++
+		case p < len(pattern) && pattern[p] == text[t]:
+			p++
+			t++
+		case star >= 0:
+			p = star + 1
+			mark++
+			t = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// any finds a rule that matches any part of the call (deny and ask
+// rules); a rule that cannot tell counts as matching, failing closed.
+// It returns the rule and what it matched, for the reason.
+func (e *eval) any(rules []Rule) (Rule, string, bool) {
+	for _, r := range rules {
+		if what, ok := e.anyOne(r); ok {
+			return r, what, true
+		}
+	}
+	return Rule{}, "", false
+}
+
+func (e *eval) anyOne(r Rule) (string, bool) {
+	if e.bash {
+		if e.toolLevel(r) && !writeRule(r) {
+			return "this " + e.c.Tool + " call", true
+		}
+		switch {
+		case r.kind == kindCommand:
+			for _, c := range e.an.Commands {
+				if commandMatch(r, c, true) {
+					return fmt.Sprintf("%q", c.Text), true
+				}
+			}
+		case writeRule(r):
+			for _, w := range e.an.Writes {
+				if r.kind == kindName {
+					return "writing " + w, true
+				}
+				p, ok := e.abs(w)
+				if !ok || e.pathMatch(r, []string{p}, false, false) != no {
+					return "writing " + w, true
+				}
+			}
+		}
+		return "", false
+	}
+	if e.toolLevel(r) {
+		return "this " + e.c.Tool + " call", true
+	}
+	switch r.kind {
+	case kindPath:
+		if (r.head == "Read" && e.readTool) || (r.head != "Read" && e.writeTool) {
+			if e.pathMatch(r, e.paths, e.unknownPath, false) != no {
+				return e.describePaths(), true
+			}
+		}
+	case kindDomain:
+		if e.webfetch && e.domainMatch(r) != no {
+			s, _ := e.str("url")
+			return "fetching " + s, true
+		}
+	}
+	return "", false
+}
+
+func (e *eval) describePaths() string {
+	if len(e.paths) == 0 {
+		return e.c.Tool + " on a path that could not be resolved"
+	}
+	return e.c.Tool + " on " + strings.Join(e.paths, ", ")
+}
+
+// all reports whether allow rules cover the whole call: a rule about the
+// tool, or for Bash one rule for each command and each write target. A
+// rule that cannot tell does not allow.
+func (e *eval) all(rules []Rule) ([]Rule, bool) {
+	for _, r := range rules {
+		if e.toolLevel(r) && !(e.bash && writeRule(r)) {
+			return []Rule{r}, true
+		}
+	}
+	if !e.bash {
+		for _, r := range rules {
+			switch r.kind {
+			case kindPath:
+				if (r.head == "Read" && e.readTool) || (r.head != "Read" && e.writeTool) {
+					if e.pathMatch(r, e.paths, e.unknownPath, true) == yes {
+						return []Rule{r}, true
+					}
+				}
+			case kindDomain:
+				if e.webfetch && e.domainMatch(r) == yes {
+					return []Rule{r}, true
+				}
+			}
+		}
+		return nil, false
+	}
+	if len(e.an.Commands) == 0 && len(e.an.Writes) == 0 {
+		return nil, false
+	}
+	var used []Rule
+	use := func(r Rule) {
+		if !slices.Contains(used, r) {
+			used = append(used, r)
+		}
+	}
+	for _, c := range e.an.Commands {
+		i := slices.IndexFunc(rules, func(r Rule) bool { return r.kind == kindCommand && commandMatch(r, c, false) })
+		if i < 0 {
+			return nil, false
+		}
+		use(rules[i])
+	}
+	for _, w := range e.an.Writes {
+		p, ok := e.abs(w)
+		if !ok {
+			return nil, false
+		}
+		i := slices.IndexFunc(rules, func(r Rule) bool {
+			if !writeRule(r) {
+				return false
+			}
+			return r.kind == kindName || e.pathMatch(r, []string{p}, false, true) == yes
+		})
+		if i < 0 {
+			return nil, false
+		}
+		use(rules[i])
+	}
+	return used, true
+}
+
+// modeDefault is seed 004's matrix.
+func (e *eval) modeDefault(mode Mode) Decision {
+	name := e.c.Tool
+	if e.c.Meta.ReadOnly && !e.bash {
+		return Decision{Verdict: Allow, Stage: StageMode, Reason: name + " is read-only and runs in every mode"}
+	}
+	switch mode {
+	case ModePlan:
+		return Decision{Verdict: Deny, Stage: StageMode,
+			Reason: fmt.Sprintf("plan mode: %s would change something; only read-only tools run while planning", name)}
+	case ModeAuto:
+		if !e.bash && (e.c.Meta.Permission == tool.ClassFile || e.c.Meta.Effect == tool.EffectWrite) {
+			if outside, ok := e.outside(); ok && len(outside) == 0 {
+				return Decision{Verdict: Allow, Stage: StageMode, Reason: "auto mode: file edits inside the workspace run unasked"}
+			} else if len(outside) > 0 {
+				return Decision{Verdict: Ask, Stage: StageMode,
+					Reason: fmt.Sprintf("auto mode: %s is outside the workspace and the allowed directories, so %s needs approval", strings.Join(outside, ", "), name)}
+			}
+			return Decision{Verdict: Ask, Stage: StageMode,
+				Reason: fmt.Sprintf("auto mode: cannot tell which file %s changes, so it needs approval", name)}
+		}
+		return Decision{Verdict: Ask, Stage: StageMode,
+			Reason: fmt.Sprintf("auto mode runs only file edits in the workspace unasked; %s needs approval", name)}
+	}
+	return Decision{Verdict: Ask, Stage: StageMode, Reason: fmt.Sprintf("%s needs approval in default mode", name)}
+}
+
+// outside returns the call's target paths that are outside the workspace
+// and the extra directories; ok is false when there are none to judge or
+// one could not be resolved.
+func (e *eval) outside() ([]string, bool) {
+	var targets []string
+	var unresolved bool
+	for _, f := range pathFields {
+		if _, present := e.fields[f]; !present {
+			continue
+		}
+		s, ok := e.str(f)
+		p, ok2 := e.abs(s)
+		if !ok || !ok2 || s == "" {
+			unresolved = true
+			continue
+		}
+		targets = append(targets, p)
+	}
+	var roots []string
+	if e.c.Workspace != "" {
+		roots = append(roots, path.Clean(filepath.ToSlash(e.c.Workspace)))
+		for _, d := range e.c.ExtraDirs {
+			if p, ok := e.abs(d); ok && d != "" {
+				roots = append(roots, p)
+			}
+		}
+	}
+	var out []string
+	for _, t := range targets {
+		if !slices.ContainsFunc(roots, func(r string) bool { return within(t, r) }) {
+			out = append(out, t)
+		}
+	}
+	return out, len(targets) > 0 && !unresolved
+}
+
+func within(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}

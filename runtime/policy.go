@@ -1,0 +1,368 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/store"
+)
+
+// ErrForbidden is returned for a change the server's posture does not
+// allow (choosing bypass when the server was not started with it).
+var ErrForbidden = errors.New("forbidden")
+
+// InvalidError is a request the runtime refuses as malformed (a rule that
+// does not parse); front doors map it to a 400.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// Permissions is the wire shape of a permission posture: Claude Code's
+// "permissions" settings object.
+type Permissions = policy.Permissions
+
+// AuditEntry and AuditQuery are the audit trail's types.
+type (
+	AuditEntry = store.AuditEntry
+	AuditQuery = store.AuditQuery
+)
+
+// sessionPolicy is a session's own permissions, layered on the server's.
+type sessionPolicy struct {
+	raw   Permissions
+	rules permission.RuleSet
+	mode  permission.Mode
+}
+
+// policyFor is the effective policy of one session's turn: the server's,
+// plus the session's rules (a union, so a server deny still wins) and its
+// mode when it sets one.
+func (rt *Runtime) policyFor(l *live) *policy.Policy {
+	rt.polMu.RLock()
+	p := *rt.base
+	rt.polMu.RUnlock()
+	p.SessionID = l.id
+	l.mu.Lock()
+	o := l.override
+	l.mu.Unlock()
+	if o != nil {
+		p.Rules = p.Rules.Merge(o.rules)
+		if o.mode != "" {
+			p.Mode = o.mode
+		}
+		p.ExtraDirs = append(append([]string(nil), p.ExtraDirs...), o.raw.AdditionalDirectories...)
+	}
+	return &p
+}
+
+// loadOverride reads the session's permissions from its metadata once.
+func (rt *Runtime) loadOverride(ctx context.Context, l *live) error {
+	l.mu.Lock()
+	done := l.override != nil
+	l.mu.Unlock()
+	if done {
+		return nil
+	}
+	s, err := rt.cfg.Store.GetSession(ctx, l.id)
+	if err != nil {
+		return err
+	}
+	o := &sessionPolicy{}
+	var meta map[string]json.RawMessage
+	if len(s.Metadata) > 0 && json.Unmarshal(s.Metadata, &meta) == nil && len(meta["permissions"]) > 0 {
+		if err := json.Unmarshal(meta["permissions"], &o.raw); err != nil {
+			return fmt.Errorf("session %s: stored permissions: %w", l.id, err)
+		}
+		if o.rules, o.mode, err = policy.ParsePermissions("session "+l.id, o.raw); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	if l.override == nil {
+		l.override = o
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// ServerPermissions returns the server-wide permissions.
+func (rt *Runtime) ServerPermissions() Permissions {
+	rt.polMu.RLock()
+	defer rt.polMu.RUnlock()
+	return policy.Render(rt.base.Rules, rt.base.Mode, rt.base.ExtraDirs)
+}
+
+// SetServerPermissions replaces the server-wide permissions (rules, mode,
+// directories); sessions see them from their next tool call. It does not
+// persist across restarts: the settings files are the durable source.
+func (rt *Runtime) SetServerPermissions(ctx context.Context, p Permissions) error {
+	rules, mode, err := policy.ParsePermissions("permissions", p)
+	if err != nil {
+		return &InvalidError{err}
+	}
+	if mode == "" {
+		mode = permission.Mode("default")
+	}
+	if mode == permission.Mode("bypass") && !rt.cfg.AllowBypass {
+		return fmt.Errorf("%w: bypass mode must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
+	}
+	rt.polMu.Lock()
+	next := *rt.base
+	next.Rules, next.Mode, next.ExtraDirs = rules, mode, p.AdditionalDirectories
+	rt.base = &next
+	rt.polMu.Unlock()
+	rt.fireHook(hook.ConfigChange, "", func(in *hook.Input) { in.Extra = map[string]any{"source": "server_permissions"} })
+	return nil
+}
+
+// SessionPermissions returns a session's own permissions (empty when it
+// has none) and the effective mode.
+func (rt *Runtime) SessionPermissions(ctx context.Context, id string) (Permissions, error) {
+	l, err := rt.session(id)
+	if err != nil {
+		return Permissions{}, err
+	}
+	if err := rt.loadOverride(ctx, l); err != nil {
+		return Permissions{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.override.raw, nil
+}
+
+// SetSessionPermissions replaces a session's own permissions, stored with
+// the session so they survive a restart. Its rules add to the server's
+// (a server deny still wins); its mode replaces the server's.
+func (rt *Runtime) SetSessionPermissions(ctx context.Context, id string, p Permissions) error {
+	rules, mode, err := policy.ParsePermissions("permissions", p)
+	if err != nil {
+		return &InvalidError{err}
+	}
+	if mode == permission.Mode("bypass") && !rt.cfg.AllowBypass {
+		return fmt.Errorf("%w: bypass mode must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
+	}
+	s, err := rt.cfg.Store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	meta := map[string]json.RawMessage{}
+	if len(s.Metadata) > 0 {
+		_ = json.Unmarshal(s.Metadata, &meta)
+	}
+	raw, _ := json.Marshal(p)
+	meta["permissions"] = raw
+	s.Metadata, _ = json.Marshal(meta)
+	if err := rt.cfg.Store.UpdateSession(ctx, s); err != nil {
+		return err
+	}
+	l, err := rt.session(id)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.override = &sessionPolicy{raw: p, rules: rules, mode: mode}
+	l.mu.Unlock()
+	rt.fireHook(hook.ConfigChange, id, func(in *hook.Input) { in.Extra = map[string]any{"source": "session_permissions"} })
+	return nil
+}
+
+// Audit reads the audit trail.
+func (rt *Runtime) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+	if rt.cfg.Audits == nil {
+		return nil, errors.New("this server keeps no audit trail in its database")
+	}
+	return rt.cfg.Audits.ListAudit(ctx, q)
+}
+
+// PluginInfo describes a plugin that contributes hooks.
+type PluginInfo = hook.PluginInfo
+
+// Plugins lists the plugins that contribute hooks, with their trust.
+func (rt *Runtime) Plugins() []PluginInfo {
+	if rt.base.Hooks == nil {
+		return nil
+	}
+	return rt.base.Hooks.Plugins()
+}
+
+// TrustPlugin lets a plugin's hooks run (from the next call on), or stops
+// them again.
+func (rt *Runtime) TrustPlugin(id string, trust bool) error {
+	m := rt.base.Hooks
+	if m == nil {
+		return ErrNotFound
+	}
+	known := false
+	for _, p := range m.Plugins() {
+		if p.ID == id {
+			known = true
+		}
+	}
+	if !known {
+		return ErrNotFound
+	}
+	if trust {
+		m.Trust(id)
+	} else {
+		m.Untrust(id)
+	}
+	rt.fireHook(hook.ConfigChange, "", func(in *hook.Input) {
+		in.Extra = map[string]any{"source": "plugin_trust", "plugin": id, "trusted": trust}
+	})
+	return nil
+}
+
+// fireHook runs observer hooks of the runtime's own events in the
+// background: they never hold up a request.
+func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Input)) {
+	m := rt.base.Hooks
+	if m == nil || !m.Has(ev) {
+		return
+	}
+	in := rt.base.HookInput(ev)
+	in.SessionID = sessionID
+	if fill != nil {
+		fill(&in)
+	}
+	go m.Run(context.WithoutCancel(rt.shutdown), in)
+}
+
+func (rt *Runtime) redact(s string) string {
+	if sec := rt.base.Secrets; sec != nil && sec.Len() > 0 {
+		return sec.Redact(s)
+	}
+	return s
+}
+
+// redactMessages replaces secret values in the text of messages before
+// they are stored.
+func (rt *Runtime) redactMessages(msgs []llm.Message) []llm.Message {
+	sec := rt.base.Secrets
+	if sec == nil || sec.Len() == 0 {
+		return msgs
+	}
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		out[i].Content = redactBlocks(sec.Redact, m.Content)
+	}
+	return out
+}
+
+func redactBlocks(redact func(string) string, blocks []llm.Block) []llm.Block {
+	out := make([]llm.Block, len(blocks))
+	for i, b := range blocks {
+		b.Text = redact(b.Text)
+		if len(b.Content) > 0 {
+			b.Content = redactBlocks(redact, b.Content)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// PermissionRequestData is the payload of a permission_request event
+// (seed 000): answer it with Runtime.Answer(session, ID, ...).
+type PermissionRequestData struct {
+	ID       string          `json:"id"`
+	ToolName string          `json:"tool_name"`
+	Input    json.RawMessage `json:"input"`
+	Message  string          `json:"message"`
+	ToolUse  string          `json:"tool_use_id"`
+	Reason   string          `json:"reason,omitempty"`
+}
+
+// CheckpointData is the payload of a checkpoint event: a tool that needs
+// confirmation before it runs (seed 000's CheckpointEvent). It is answered
+// like a permission request, on the same endpoint.
+type CheckpointData struct {
+	ID         string          `json:"id"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolName   string          `json:"tool_name"`
+	Input      json.RawMessage `json:"input"`
+	Message    string          `json:"message"`
+}
+
+// approver is the human of a session's policy: it asks through a
+// permission_request event and waits for Answer.
+func (rt *Runtime) approver(l *live) agent.ApproveFunc {
+	return func(ctx context.Context, req agent.ApprovalRequest) agent.Decision {
+		input := json.RawMessage(req.Input)
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		msg := fmt.Sprintf("%s requests permission to run", req.ToolName)
+		rt.fireHook(hook.Notification, l.id, func(in *hook.Input) {
+			in.Message, in.Level, in.ToolName = msg, "info", req.ToolName
+		})
+		return rt.ask(ctx, l, "permission_request", func(id string) any {
+			return PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason}
+		})
+	}
+}
+
+// checkpointer confirms irreversible calls through a checkpoint event.
+func (rt *Runtime) checkpointer(l *live) policy.Checkpoint {
+	return func(ctx context.Context, req policy.CheckpointRequest) bool {
+		d := rt.ask(ctx, l, "checkpoint", func(id string) any {
+			return CheckpointData{ID: id, ToolCallID: req.ToolCallID, ToolName: req.ToolName, Input: req.Input, Message: req.Message}
+		})
+		return d.Allow
+	}
+}
+
+// ask records a question event (permission_request, checkpoint) and waits
+// for its answer, the permission timeout or the turn's end.
+func (rt *Runtime) ask(ctx context.Context, l *live, typ string, payload func(id string) any) agent.Decision {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "perm_"
+	if typ == "checkpoint" {
+		prefix = "ckpt_"
+	}
+	p := &permRequest{id: prefix + hex.EncodeToString(b[:]), answer: make(chan agent.Decision, 1)}
+	l.mu.Lock()
+	l.perms[p.id] = p
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		// An expired request is gone (404); an answered one is
+		// remembered in answeredIDs (409 on a second answer).
+		p.answered = true
+		delete(l.perms, p.id)
+		l.mu.Unlock()
+	}()
+	data := payload(p.id)
+	l.mu.Lock()
+	w := l.writer
+	l.mu.Unlock()
+	if w != nil {
+		// Through the turn's writer, after the events before it, and
+		// visible before anyone is asked to answer.
+		w.sync(typ, data)
+	} else if _, err := rt.append(context.WithoutCancel(ctx), l.id, typ, data); err != nil {
+		return agent.Deny("the request could not be recorded")
+	}
+	t := time.NewTimer(rt.cfg.PermissionTimeout)
+	defer t.Stop()
+	select {
+	case d := <-p.answer:
+		return d
+	case <-t.C:
+		return agent.Deny(fmt.Sprintf("no answer to the %s within %s", strings.ReplaceAll(typ, "_", " "), rt.cfg.PermissionTimeout))
+	case <-ctx.Done():
+		return agent.Deny("the turn was cancelled")
+	}
+}
