@@ -34,6 +34,8 @@ package server
 //	tool_result       -> tool_execution {message: tool name, content: output summary, phase "result", is_error}
 //	ask_user          -> ask_user {questions}
 //	permission_request-> permission_request {id, tool_name, input, message, tool_use_id}
+//	checkpoint        -> checkpoint {id, tool_name, input, message, tool_use_id}: answered
+//	                     like a permission request
 //	retry             -> retry {message}: the model call failed and is retried; discard the
 //	                     chunk and thinking events received since the last event of another type
 //	done              -> done {done: true, stop_reason}
@@ -672,6 +674,7 @@ var runEvents = map[string]bool{
 	"turn_start": true, "text_delta": true, "text": true, "thinking_delta": true, "thinking": true,
 	"tool_use": true, "tool_progress": true, "tool_result": true, "ask_user": true, "todos": true,
 	"retry": true, "turn_end": true, "done": true, "error": true, "permission_request": true,
+	"checkpoint": true,
 }
 
 // apply folds ev into the state and returns the events to send; the slice
@@ -782,6 +785,13 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "permission_request", ID: d.ID, ToolName: d.ToolName,
 			Input: d.Input, Message: d.Message, ToolUseID: d.ToolUse})
+	case "checkpoint":
+		var d runtime.CheckpointData
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "checkpoint", ID: d.ID, ToolName: d.ToolName,
+			Input: d.Input, Message: d.Message, ToolUseID: d.ToolCallID})
 	case "retry":
 		var d agent.RetryData
 		_ = json.Unmarshal(ev.Data, &d)
