@@ -204,9 +204,9 @@ func redactURL(u *url.URL) string {
 // Last-Event-ID for EventSource resumes, X-Session-ID to learn the session
 // of /v1/agent/run, Retry-After after a 429.
 const (
-	corsMethods       = "GET, POST, PUT, DELETE, OPTIONS"
-	corsAllowHeaders  = "Content-Type, Authorization, Last-Event-ID, X-Request-ID"
-	corsExposeHeaders = "X-Request-ID, X-Session-ID, Retry-After"
+	corsMethods       = "GET, POST, PUT, DELETE, OPTIONS, PATCH"
+	corsAllowHeaders  = "Content-Type, Authorization, Last-Event-ID, X-Request-ID, X-FengYu-Token, If-Match"
+	corsExposeHeaders = "X-Request-ID, X-Session-ID, Retry-After, ETag"
 	corsMaxAge        = "3600"
 )
 
@@ -346,9 +346,10 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	})
 }
 
-// auth checks the bearer token in constant time. Browsers' EventSource and
-// WebSocket cannot set headers, so GET event streams and the WebSocket
-// also accept it as ?token=.
+// auth checks the bearer token in constant time. It is read from the
+// Authorization header, or seed 001's X-FengYu-Token header. Browsers'
+// EventSource and WebSocket cannot set headers, so GET event streams (of
+// sessions and runs) and the WebSocket also accept it as ?token=.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.BearerToken == "" {
 		return next
@@ -370,6 +371,9 @@ func (s *Server) auth(next http.Handler) http.Handler {
 				return
 			}
 			token = strings.TrimSpace(rest)
+		} else if h := r.Header.Get("X-FengYu-Token"); h != "" {
+			// Seed 001's header, so that its clients work unchanged.
+			token = strings.TrimSpace(h)
 		} else if r.Method == http.MethodGet && queryTokenAllowed(r.URL.Path) {
 			token = r.URL.Query().Get("token")
 		}
@@ -391,9 +395,13 @@ func (s *Server) auth(next http.Handler) http.Handler {
 // headers. Elsewhere a token in the URL would only end up in proxies'
 // logs and browser history.
 func queryTokenAllowed(path string) bool {
-	if path == "/v1/ws" {
+	if path == "/v1/ws" || path == "/api/agent/stream" {
 		return true
 	}
-	rest, ok := strings.CutPrefix(path, "/v1/sessions/")
-	return ok && strings.HasSuffix(rest, "/events") && strings.Count(rest, "/") == 1
+	for _, prefix := range []string{"/v1/sessions/", "/v1/runs/"} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok && strings.HasSuffix(rest, "/events") && strings.Count(rest, "/") == 1 {
+			return true
+		}
+	}
+	return false
 }

@@ -30,6 +30,10 @@ import (
 // Config configures a Server. Runtime is required.
 type Config struct {
 	Runtime *runtime.Runtime
+	// Runs serves plan-and-execute runs and saved workflows (/v1/runs,
+	// /v1/workflows and seed 001's /api/agent, /api/workflows); nil
+	// answers those routes with 503.
+	Runs *runtime.Runs
 	// Tools are listed by GET /v1/tools (the runtime's tool set).
 	Tools []tool.Spec
 	// BearerToken, when set, is required on every request but health
@@ -115,6 +119,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
+	s.registerRunRoutes(mux)
 	s.mux = mux
 
 	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.cors, s.rateLimit, s.auth)
