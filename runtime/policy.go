@@ -16,6 +16,7 @@ import (
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/tool"
 )
 
 // ErrForbidden is returned for a change the server's posture does not
@@ -176,6 +177,14 @@ func (rt *Runtime) SetSessionPermissions(ctx context.Context, id string, p Permi
 	l.mu.Unlock()
 	rt.fireHook(hook.ConfigChange, id, func(in *hook.Input) { in.Extra = map[string]any{"source": "session_permissions"} })
 	return nil
+}
+
+// ToolSpecs lists the tools sessions get, as they are now.
+func (rt *Runtime) ToolSpecs() []tool.Spec {
+	if rt.cfg.Tools == nil {
+		return nil
+	}
+	return rt.cfg.Tools.Specs()
 }
 
 // Audit reads the audit trail.

@@ -25,6 +25,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	if s.cfg.Tools == nil {
+		_, _ = w.Write(renderTools(s.rt.ToolSpecs()))
+		return
+	}
 	_, _ = w.Write(s.toolsBody)
 }
 

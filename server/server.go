@@ -34,7 +34,11 @@ type Config struct {
 	// /v1/workflows and seed 001's /api/agent, /api/workflows); nil
 	// answers those routes with 503.
 	Runs *runtime.Runs
-	// Tools are listed by GET /v1/tools (the runtime's tool set).
+	// Background serves background tasks and schedules (/v1/tasks,
+	// /v1/schedules and seed 001's /api/agent paths); nil answers 503.
+	Background *runtime.Background
+	// Tools are listed by GET /v1/tools; nil lists the runtime's tool set
+	// as it is at each request (published workflows come and go).
 	Tools []tool.Spec
 	// BearerToken, when set, is required on every request but health
 	// checks and CORS preflights.
@@ -120,6 +124,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
 	s.registerRunRoutes(mux)
+	s.registerTaskRoutes(mux)
 	s.mux = mux
 
 	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.cors, s.rateLimit, s.auth)
@@ -168,8 +173,7 @@ type toolJSON struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// renderTools renders GET /v1/tools once: the tool set is fixed for the
-// server's life.
+// renderTools renders GET /v1/tools.
 func renderTools(specs []tool.Spec) []byte {
 	out := struct {
 		Tools []toolJSON `json:"tools"`

@@ -22,6 +22,7 @@ import (
 
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
+	"github.com/weft-run/weft/memory"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/runtime"
@@ -51,6 +52,7 @@ type serveFlags struct {
 	system         string
 	maxTurns       int
 	logLevel       string
+	memory         bool
 	policyFlags
 }
 
@@ -118,6 +120,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
+	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 }
 
 // envName is the environment variable of a flag.
@@ -381,7 +384,49 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Runtime: rt, Tools: tools.Specs(), BearerToken: f.bearerToken,
+	// Runs, tasks and schedules outlive the signal: Shutdown stops them.
+	base := context.WithoutCancel(ctx)
+	var memories func(context.Context, string) []string
+	if f.memory {
+		mem := memory.New(db, memory.Options{})
+		for _, t := range mem.Tools() {
+			if err := tools.Add(t); err != nil {
+				return err
+			}
+		}
+		memories = func(ctx context.Context, goal string) []string {
+			found, err := mem.Relevant(ctx, memory.UserFrom(ctx), goal, 5)
+			if err != nil {
+				log.Warn("reading memories for the planner failed", "error", err)
+			}
+			return found
+		}
+	}
+	runs, err := runtime.NewRuns(base, runtime.RunsConfig{Runs: db, Workflows: db, Audits: db, Tools: tools,
+		Models: models, DefaultModel: spec, Policy: rt.ServerPolicy, AllowBypass: bp.explicitBypass,
+		SharedDirRoot: filepath.Join(ws, ".weft", "runs"), Memories: memories, Logger: log})
+	if err != nil {
+		return err
+	}
+	bg, err := runtime.NewBackground(base, runtime.BackgroundConfig{Runs: runs, Schedules: db, Runtime: rt, Logger: log})
+	if err != nil {
+		_ = runs.Shutdown(base)
+		return err
+	}
+	for _, t := range append(bg.Tasks.Tools(), bg.Schedules.Tool()) {
+		if err := tools.Add(t); err != nil {
+			return err
+		}
+	}
+	stopBackground := func(ctx context.Context) {
+		if err := bg.Close(ctx); err != nil {
+			log.Warn("background tasks did not stop in time", "error", err)
+		}
+		if err := runs.Shutdown(ctx); err != nil {
+			log.Warn("runs did not stop in time", "error", err)
+		}
+	}
+	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken,
 		CORSOrigins: cors, RateLimit: rateLimit, Keepalive: f.keepalive, Logger: log, Version: version()})
 
 	ln, err := net.Listen("tcp", f.addr)
@@ -412,6 +457,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	select {
 	case err := <-served:
 		// Serve only returns early on a listener failure.
+		stopBackground(base)
 		_ = rt.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
@@ -425,6 +471,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	// live, which never end by themselves; then wait for connections.
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- hs.Shutdown(sctx) }()
+	stopBackground(sctx)
 	if err := rt.Shutdown(sctx); err != nil {
 		log.Warn("turns did not stop in time", "error", err)
 	}

@@ -1,0 +1,85 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/schedule"
+	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/task"
+)
+
+// The background work's types, named here so front doors need no other
+// package.
+type (
+	Task            = task.Task
+	Schedule        = store.Schedule
+	ScheduleRequest = schedule.Request
+)
+
+// Errors of background work front doors map onto statuses.
+var (
+	ErrUnknownTask     = task.ErrUnknownTask
+	ErrInvalidSchedule = schedule.ErrInvalid
+	ErrTooManyActive   = schedule.ErrTooMany
+)
+
+// Background owns background tasks (published workflows running detached,
+// task_* tools) and the schedules that submit them.
+type Background struct {
+	Tasks     *task.Registry
+	Schedules *schedule.Scheduler
+}
+
+// BackgroundConfig configures NewBackground.
+type BackgroundConfig struct {
+	Runs      *Runs
+	Schedules store.Schedules
+	// Hooks of the runtime fire task_created and task_completed; nil
+	// means none.
+	Runtime *Runtime
+	Clock   schedule.Clock // nil: the real clock
+	Logger  *slog.Logger
+}
+
+// NewBackground starts the task registry and the scheduler; schedules are
+// persisted, so the ones active before a restart carry on.
+func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, error) {
+	if cfg.Runs == nil || cfg.Schedules == nil {
+		return nil, errors.New("runtime: BackgroundConfig.Runs and Schedules are required")
+	}
+	opt := task.Options{Logger: cfg.Logger}
+	if rt := cfg.Runtime; rt != nil {
+		opt.OnCreated = rt.taskHook(hook.TaskCreated)
+		opt.OnCompleted = rt.taskHook(hook.TaskCompleted)
+	}
+	reg := task.NewRegistry(cfg.Runs.TaskRunner(), opt)
+	submit := func(ctx context.Context, workflowID string, inputs json.RawMessage) (string, error) {
+		t, err := reg.SubmitWorkflow(ctx, workflowID, inputs)
+		return t.ID, err
+	}
+	sch := schedule.NewScheduler(cfg.Schedules, submit, schedule.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	if err := sch.Start(ctx); err != nil {
+		_ = reg.Close(ctx)
+		return nil, err
+	}
+	return &Background{Tasks: reg, Schedules: sch}, nil
+}
+
+// Close stops the scheduler and the tasks still running.
+func (b *Background) Close(ctx context.Context) error {
+	b.Schedules.Stop()
+	return b.Tasks.Close(ctx)
+}
+
+func (rt *Runtime) taskHook(ev hook.Event) func(task.Task) {
+	return func(t task.Task) {
+		rt.fireHook(ev, "", func(in *hook.Input) {
+			in.TaskID, in.TaskDescription = t.ID, t.Description
+			in.Extra = map[string]any{"status": t.Status, "run_id": t.RunID, "workflow_id": t.WorkflowID}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/weft-run/weft/runtime"
+)
+
+// Background tasks and schedules (seed 001), under /v1 and seed 001's
+// /api/agent paths. Without Config.Background they answer 503.
+
+func (s *Server) registerTaskRoutes(mux *http.ServeMux) {
+	h := func(pattern string, f http.HandlerFunc) { mux.HandleFunc(pattern, s.needBackground(f)) }
+	for _, prefix := range []string{"/v1", "/api/agent"} {
+		h("GET "+prefix+"/tasks", s.handleListTasks)
+		h("GET "+prefix+"/tasks/{id}", s.handleGetTask)
+		h("POST "+prefix+"/tasks/{id}/kill", s.handleKillTask)
+		h("POST "+prefix+"/schedules", s.handleCreateSchedule)
+		h("GET "+prefix+"/schedules", s.handleListSchedules)
+		h("GET "+prefix+"/schedules/{id}", s.handleGetSchedule)
+		h("DELETE "+prefix+"/schedules/{id}", s.handleDeleteSchedule)
+	}
+}
+
+func (s *Server) needBackground(f http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Background == nil {
+			writeError(w, http.StatusServiceUnavailable, errInternal, "background tasks and schedules are not enabled on this server")
+			return
+		}
+		f(w, r)
+	}
+}
+
+func (s *Server) handleListTasks(w http.ResponseWriter, r *http.Request) {
+	ts := s.cfg.Background.Tasks.List()
+	if ts == nil {
+		ts = []runtime.Task{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": ts, "count": len(ts)})
+}
+
+func (s *Server) handleGetTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.cfg.Background.Tasks.Get(r.PathValue("id"))
+	if err != nil {
+		s.writeTaskError(w, r, err, "task")
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// handleKillTask cancels a task cooperatively, escalating to SIGTERM and
+// SIGKILL for process tasks; it answers once the task has stopped.
+func (s *Server) handleKillTask(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.cfg.Background.Tasks.Kill(id); err != nil {
+		s.writeTaskError(w, r, err, "task")
+		return
+	}
+	t, err := s.cfg.Background.Tasks.Get(id)
+	if err != nil {
+		s.writeTaskError(w, r, err, "task")
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
+	var q runtime.ScheduleRequest
+	if !decodeBody(w, r, &q) {
+		return
+	}
+	sc, err := s.cfg.Background.Schedules.Create(r.Context(), q)
+	if err != nil {
+		s.writeTaskError(w, r, err, "schedule")
+		return
+	}
+	writeJSON(w, http.StatusCreated, sc)
+}
+
+func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request) {
+	active := r.URL.Query().Get("active") == "true"
+	list, err := s.cfg.Background.Schedules.List(r.Context(), active)
+	if err != nil {
+		s.writeTaskError(w, r, err, "schedule")
+		return
+	}
+	if list == nil {
+		list = []runtime.Schedule{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": list, "count": len(list)})
+}
+
+func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request) {
+	sc, err := s.cfg.Background.Schedules.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeTaskError(w, r, err, "schedule")
+		return
+	}
+	writeJSON(w, http.StatusOK, sc)
+}
+
+func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Background.Schedules.Delete(r.Context(), r.PathValue("id")); err != nil {
+		s.writeTaskError(w, r, err, "schedule")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted"})
+}
+
+func (s *Server) writeTaskError(w http.ResponseWriter, r *http.Request, err error, what string) {
+	switch {
+	case errors.Is(err, runtime.ErrUnknownTask), errors.Is(err, runtime.ErrNotFound):
+		writeError(w, http.StatusNotFound, errNotFound, what+" "+quote(r.PathValue("id"))+" not found")
+	case errors.Is(err, runtime.ErrInvalidSchedule):
+		writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
+	case errors.Is(err, runtime.ErrTooManyActive):
+		writeError(w, http.StatusConflict, errConflict, err.Error())
+	default:
+		// Submitting a workflow: its inputs and existence are the run
+		// manager's errors.
+		s.writeRunError(w, r, err, what)
+	}
+}
