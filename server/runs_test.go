@@ -43,6 +43,7 @@ type runsOptions struct {
 type runsAPI struct {
 	*api
 	runs     *runtime.Runs
+	bg       *runtime.Background
 	reg      *tool.Registry
 	db       *sqlite.DB
 	provider *llmtest.Scripted
@@ -207,12 +208,22 @@ func buildRuns(tb testing.TB, o runsOptions) *runsAPI {
 			tb.Fatal(err)
 		}
 		cfg.Runs = ra.runs
+		ra.bg, err = runtime.NewBackground(context.Background(), runtime.BackgroundConfig{Runs: ra.runs, Schedules: db, Runtime: rt, Logger: log})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.Background = ra.bg
 	}
 	s := New(cfg)
 	ra.api = &api{s: s, rt: rt, db: db, logs: logs, path: path}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		if ra.bg != nil {
+			if err := ra.bg.Close(ctx); err != nil {
+				tb.Errorf("background shutdown: %v", err)
+			}
+		}
 		if ra.runs != nil {
 			if err := ra.runs.Shutdown(ctx); err != nil {
 				tb.Errorf("runs shutdown: %v", err)

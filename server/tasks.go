@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/weft-run/weft/runtime"
 )
@@ -51,20 +52,27 @@ func (s *Server) handleGetTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleKillTask cancels a task cooperatively, escalating to SIGTERM and
-// SIGKILL for process tasks; it answers once the task has stopped.
+// SIGKILL for process tasks; it answers once the task has stopped (or
+// with its state after killWait).
 func (s *Server) handleKillTask(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := s.cfg.Background.Tasks.Kill(id); err != nil {
 		s.writeTaskError(w, r, err, "task")
 		return
 	}
-	t, err := s.cfg.Background.Tasks.Get(id)
+	// Kill returns at once; wait for the task to end (the escalation to
+	// SIGKILL is bounded), so the answer says how it ended.
+	t, err := s.cfg.Background.Tasks.Output(r.Context(), id, killWait)
 	if err != nil {
 		s.writeTaskError(w, r, err, "task")
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
 }
+
+// killWait bounds how long POST .../kill waits for the task to end: the
+// task registry's default escalation (cancel, SIGTERM, SIGKILL) fits.
+const killWait = 20 * time.Second
 
 func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
 	var q runtime.ScheduleRequest
