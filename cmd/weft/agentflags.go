@@ -16,6 +16,7 @@ import (
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
 )
@@ -101,6 +102,9 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if err != nil {
 		return nil, nil, err
 	}
+	// No diagnostic line carries a secret's value either.
+	log := slog.New(secret.NewHandler(slog.Default().Handler(), bp.secrets))
+	bp.pol.Logger = log
 	p, info, closeModel, err := a.modelFlags.resolve(env)
 	if err != nil {
 		bp.close()
@@ -122,7 +126,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	ag, err := agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
-		Policy: bp.pol, Approve: newApprover(lines, out).approve,
+		Policy: bp.pol, Approve: newApprover(lines, out).approve, Logger: log,
 	})
 	if err != nil {
 		closeAll()
