@@ -3,23 +3,37 @@
 // disconnect or a restart, audit and UI replay all read it back through a
 // Reader.
 //
-// The store (store.Events) is the source of truth and assigns seqs. In front
-// of it, each active session keeps a ring of its most recent events and a
-// broadcast notification, so readers that follow live are served from memory
-// and wake together on each append. A reader holds only a position (plus at
-// most one batch read from the store while it is behind the ring): there is
-// no per-reader queue, so a slow or idle reader costs nothing and never
-// delays the appender or other readers.
+// Events are delivered from memory first and persisted behind. The Log
+// assigns each session's seqs itself (continuing from the store's last seq
+// when it first meets the session), puts the events in the session's ring
+// of recent events and wakes live readers at once, and a background
+// persister then writes them to the store in batches. The ring never drops
+// an event the store does not have yet, so a reader that falls behind the
+// ring and reads the store still finds every event. A reader holds only a
+// position (plus at most one batch read from the store while it is behind
+// the ring): there is no per-reader queue, so a slow or idle reader costs
+// nothing and never delays the appender or other readers.
 //
-// One Log is expected to be the only writer of a store's events. Events
-// appended to the store by someone else are not lost, but live readers only
-// see them once an append goes through this Log.
+// Durability. Append returns once its events are in the store; Publish
+// returns at once and the events follow within about PersistDelay (20ms by
+// default; longer when the store is busy). A crash of the process loses
+// what was published and not yet persisted; Flush and FlushAll wait for
+// it, and CloseSession flushes the session it closes. If the store refuses an append, the
+// session's persistence has failed: the error is logged, returned by the
+// Append, Flush and FlushAll calls waiting for those events, and by every
+// later Publish or Append of the session, until the session's in-memory
+// state is dropped (CloseSession, or idle eviction).
+//
+// One Log must be the only writer of a store's events: it numbers events
+// before the store sees them, and checks that the store agrees.
 package eventlog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +50,19 @@ var (
 	ErrSessionClosed = errors.New("eventlog: session closed")
 )
 
+// Store is what the Log needs from storage: the events, and a session's
+// header, whose LastSeq tells where a session's seqs continue after a
+// restart. store.Store satisfies it.
+type Store interface {
+	store.Events
+	GetSession(ctx context.Context, id string) (store.Session, error)
+}
+
 // Options tune the memory/latency trade-off. The zero value is usable.
 type Options struct {
 	// Window is how many of a session's most recent events are kept in
-	// memory for live readers. 0 means 1024.
+	// memory for live readers. 0 means 1024. Events not yet persisted are
+	// kept beyond it.
 	Window int
 	// ReadBatch is how many events a reader fetches per store read while it
 	// is behind the window. 0 means 256.
@@ -47,6 +70,17 @@ type Options struct {
 	// IdleEvict drops a session's in-memory window once it has had no
 	// appends and no reads for this long. 0 means 5 minutes.
 	IdleEvict time.Duration
+	// PersistDelay is how long the persister gathers published events
+	// before writing them: longer means fewer, larger store appends (less
+	// CPU) and more events a crash can lose. A caller waiting for durability (Append,
+	// Flush) cuts the wait short. 0 means 20ms.
+	PersistDelay time.Duration
+	// MaxUnpersisted bounds a session's events waiting for the store;
+	// Publish waits when it is reached, slowing the producer to the
+	// store's pace instead of growing without bound. 0 means 1024.
+	MaxUnpersisted int
+	// Logger receives persistence failures. nil means slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -59,30 +93,57 @@ func (o Options) withDefaults() Options {
 	if o.IdleEvict <= 0 {
 		o.IdleEvict = 5 * time.Minute
 	}
+	if o.PersistDelay <= 0 {
+		o.PersistDelay = 20 * time.Millisecond
+	}
+	if o.MaxUnpersisted <= 0 {
+		o.MaxUnpersisted = 1024
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return o
 }
 
+const (
+	// persistBatch bounds the events of one store append.
+	persistBatch = 256
+	// persistWorkers is how many store appends one persist round keeps in
+	// flight: enough for a store that commits concurrent appends together
+	// (store/sqlite groups up to 64 per transaction) to fill its groups.
+	persistWorkers = 64
+)
+
 // Log is the event log over a store. It is safe for concurrent use.
 type Log struct {
-	events store.Events
+	events Store
 	opt    Options
 	now    func() time.Time // replaced by tests to drive eviction
 
 	mu        sync.RWMutex
 	sessions  map[string]*session
 	lastSweep atomic.Int64 // unix nanos of the last idle sweep
+
+	// The persister: one goroutine, running only while some session has
+	// events to persist. dirty lists those sessions (each at most once,
+	// see session.queued).
+	pmu        sync.Mutex
+	dirty      []*session
+	persisting bool
 }
 
 // session is the in-memory state of one active session.
 type session struct {
-	// sem serialises Append for the session (store call and ring push
-	// together), so the ring receives seqs in order and without gaps. It is a
-	// channel rather than a mutex so a waiting Append honours its ctx.
+	id string
+	// sem serialises publishing for the session (seq assignment and ring
+	// push together), so the ring receives seqs in order and without gaps.
+	// It is a channel rather than a mutex so a waiting Publish honours its
+	// ctx.
 	sem chan struct{}
 
-	// readers counts open Readers; pending counts Appends in flight. Both
-	// are raised under Log.mu, so the sweep (which holds Log.mu exclusively)
-	// never evicts a session someone is about to use.
+	// readers counts open Readers; pending counts Publishes in flight.
+	// Both are raised under Log.mu, so the sweep (which holds Log.mu
+	// exclusively) never evicts a session someone is about to use.
 	readers atomic.Int32
 	pending atomic.Int32
 	// touched records reads since the last sweep without a clock call on the
@@ -93,22 +154,41 @@ type session struct {
 	waited atomic.Bool
 
 	mu sync.RWMutex
-	// ring holds seqs first..last in order; ring[start] is the oldest. It
-	// grows by append up to Window, then wraps.
+	// ring holds seqs first..first+n-1 in order, ring[start] the oldest;
+	// len(ring) is its capacity. It holds at most Window events, plus any
+	// the store does not have yet.
 	ring  []store.Event
 	start int
+	n     int
 	first int64
-	// last is the highest seq pushed through this Log, 0 when none. It
+	// last is the highest seq of the session, 0 when none is known. It
 	// survives dropping the ring, so caught-up readers keep waiting in
 	// memory instead of polling the store.
-	last       int64
+	last int64
+	// seeded: last was read from the store, so seqs can be assigned.
+	seeded bool
+	// durable is the highest seq the store has; durable..last are in the
+	// ring.
+	durable int64
+	// queued: the session is in the persister's dirty list. inflight: a
+	// store append of its events is in progress (at most one is, so they
+	// reach the store in seq order).
+	queued   bool
+	inflight bool
+	// failed is the store's refusal of an append: sticky for this state.
+	failed error
+	// persisted is closed when durable moves or failed is set, if
+	// durWaited says someone waits on it.
+	persisted chan struct{}
+	durWaited bool
+
 	notify     chan struct{}
 	closed     bool
 	lastActive time.Time
 }
 
 // New returns a Log over events.
-func New(events store.Events, opt Options) *Log {
+func New(events Store, opt Options) *Log {
 	return &Log{
 		events:   events,
 		opt:      opt.withDefaults(),
@@ -117,16 +197,52 @@ func New(events store.Events, opt Options) *Log {
 	}
 }
 
-// Append persists events in one store call (one transaction) and then makes
-// them visible to live readers, in seq order. It returns the events as
-// stored, with Seq and CreatedAt set. Concurrent Appends to one session are
-// serialised; Appends to different sessions are independent.
+// Publish appends events to the session and makes them visible to live
+// readers at once, returning them with Seq, SessionID and CreatedAt set
+// (a zero CreatedAt becomes now). It does not wait for the store: the
+// events are persisted behind (see Flush). Concurrent Publishes and
+// Appends to one session are serialised; different sessions are
+// independent. It waits (honouring ctx) only to learn a session's last seq
+// from the store the first time, or while the session has MaxUnpersisted
+// events waiting for the store.
 //
-// The returned events and their Data are shared with readers: treat them as
-// immutable.
+// Publish takes ownership of the events' Data, and the returned events are
+// shared with readers: treat them as immutable.
+func (l *Log) Publish(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+	out, _, err := l.publish(ctx, sessionID, events)
+	return out, err
+}
+
+// Append is Publish followed by waiting until the events are in the store:
+// live readers see them before they are durable, and the caller after.
+// Once the events are published, the wait no longer honours ctx (it ends
+// when the store has answered), so that an error means the store does not
+// have them all. A persistence failure is returned wrapped (errors.Is sees the
+// store's error).
 func (l *Log) Append(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+	out, s, err := l.publish(ctx, sessionID, events)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	if err := l.waitDurable(context.WithoutCancel(ctx), s, out[len(out)-1].Seq); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (l *Log) publish(ctx context.Context, sessionID string, events []store.Event) ([]store.Event, *session, error) {
 	if len(events) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	for i, e := range events {
+		// The store would refuse it after readers have seen it, failing the
+		// session: refuse it here instead.
+		if e.Data != nil && !json.Valid(e.Data) {
+			return nil, nil, fmt.Errorf("eventlog: append to session %s: event %d (%s): data is not valid JSON", sessionID, i, e.Type)
+		}
 	}
 	for {
 		s := l.acquire(sessionID)
@@ -134,7 +250,7 @@ func (l *Log) Append(ctx context.Context, sessionID string, events ...store.Even
 		case s.sem <- struct{}{}:
 		case <-ctx.Done():
 			s.pending.Add(-1)
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		s.mu.RLock()
 		closed := s.closed
@@ -147,17 +263,206 @@ func (l *Log) Append(ctx context.Context, sessionID string, events ...store.Even
 			s.pending.Add(-1)
 			continue
 		}
-		stored, err := l.events.AppendEvents(ctx, sessionID, events...)
-		if err == nil {
-			s.push(stored, l.opt.Window, l.now())
-		}
+		out, err := l.publishLocked(ctx, s, events)
 		<-s.sem
 		s.pending.Add(-1)
 		if err != nil {
-			return nil, fmt.Errorf("eventlog: append to session %s: %w", sessionID, err)
+			return nil, nil, fmt.Errorf("eventlog: append to session %s: %w", sessionID, err)
 		}
-		return stored, nil
+		return out, s, nil
 	}
+}
+
+// publishLocked numbers events and pushes them; the caller holds s.sem.
+func (l *Log) publishLocked(ctx context.Context, s *session, events []store.Event) ([]store.Event, error) {
+	if err := l.seedLocked(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := l.waitRoom(ctx, s); err != nil {
+		return nil, err
+	}
+	now := l.now()
+	created := time.Unix(0, now.UnixNano()).UTC() // as a store returns it
+	s.mu.Lock()
+	if s.failed != nil {
+		err := s.failed
+		s.mu.Unlock()
+		return nil, err
+	}
+	out := make([]store.Event, len(events))
+	for i, e := range events {
+		e.SessionID = s.id
+		e.Seq = s.last + 1 + int64(i)
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = created
+		}
+		out[i] = e
+	}
+	s.push(out, l.opt.Window, now)
+	enqueue := !s.queued
+	s.queued = true
+	s.mu.Unlock()
+	if enqueue {
+		l.enqueue(s)
+	}
+	return out, nil
+}
+
+// seedLocked learns the session's last seq from the store the first time
+// the state publishes. The caller holds s.sem, so nobody assigns seqs
+// meanwhile.
+func (l *Log) seedLocked(ctx context.Context, s *session) error {
+	s.mu.RLock()
+	seeded := s.seeded
+	s.mu.RUnlock()
+	if seeded {
+		return nil
+	}
+	sess, err := l.events.GetSession(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.last, s.durable, s.seeded = sess.LastSeq, sess.LastSeq, true
+	s.mu.Unlock()
+	return nil
+}
+
+// waitRoom waits while the session has MaxUnpersisted events waiting for
+// the store. The caller holds s.sem.
+func (l *Log) waitRoom(ctx context.Context, s *session) error {
+	for {
+		s.mu.Lock()
+		if s.failed != nil || s.last-s.durable < int64(l.opt.MaxUnpersisted) {
+			s.mu.Unlock()
+			return nil // a failure is reported by the caller
+		}
+		ch := s.persistedChan()
+		s.mu.Unlock()
+		if l.persistOne(s, false) {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Flush waits until every event published to the session before the call
+// is in the store, or ctx ends. It returns the session's persistence
+// failure, if any.
+func (l *Log) Flush(ctx context.Context, sessionID string) error {
+	l.mu.RLock()
+	s := l.sessions[sessionID]
+	l.mu.RUnlock()
+	if s == nil {
+		return nil // no state: nothing waits for the store
+	}
+	s.mu.RLock()
+	last := s.last
+	s.mu.RUnlock()
+	return l.waitDurable(ctx, s, last)
+}
+
+// FlushAll waits until every event published before the call, to any
+// session, is in the store, or ctx ends. Call it before closing the store.
+// It returns the sessions' persistence failures, joined.
+func (l *Log) FlushAll(ctx context.Context) error {
+	l.mu.RLock()
+	var all []*session
+	for _, s := range l.sessions {
+		s.mu.RLock()
+		if s.durable < s.last {
+			all = append(all, s)
+		}
+		s.mu.RUnlock()
+	}
+	l.mu.RUnlock()
+	errs := make([]error, len(all))
+	// Sessions flush in parallel, so a store that commits concurrent
+	// appends together gets full groups.
+	parallel(len(all), func(i int) {
+		s := all[i]
+		s.mu.RLock()
+		last := s.last
+		s.mu.RUnlock()
+		errs[i] = l.waitDurable(ctx, s, last)
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// waitDurable waits until the store has seq (or the session failed). It
+// does not wait for the persister's next round: when no append of the
+// session is in flight, it makes one itself, so a caller waiting for
+// durability waits for one store append, however long the persister's
+// backlog of other sessions. ctx is checked between store appends; one in
+// progress is not abandoned.
+func (l *Log) waitDurable(ctx context.Context, s *session, seq int64) error {
+	for {
+		s.mu.Lock()
+		if s.durable >= seq {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.failed != nil {
+			err := s.failed
+			s.mu.Unlock()
+			return fmt.Errorf("eventlog: session %s: seq %d not persisted: %w", s.id, seq, err)
+		}
+		if err := ctx.Err(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		ch := s.persistedChan()
+		s.mu.Unlock()
+		if l.persistOne(s, false) {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// persistedChan returns the channel closed on the next durable move or
+// failure. The caller holds s.mu.
+func (s *session) persistedChan() chan struct{} {
+	if s.persisted == nil {
+		s.persisted = make(chan struct{})
+	}
+	s.durWaited = true
+	return s.persisted
+}
+
+// wakeDurable wakes durability waiters. The caller holds s.mu.
+func (s *session) wakeDurable() {
+	if s.durWaited {
+		close(s.persisted)
+		s.persisted, s.durWaited = nil, false
+	}
+}
+
+// LastSeq is the highest seq published to the session through this Log,
+// without I/O; 0 when the Log holds no state for the session. It may be
+// ahead of the store's last seq by the events not yet persisted, so a
+// session's latest position is the larger of the two.
+func (l *Log) LastSeq(sessionID string) int64 {
+	l.mu.RLock()
+	s := l.sessions[sessionID]
+	l.mu.RUnlock()
+	if s == nil {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.last
 }
 
 // Subscribe returns a reader positioned after seq after (0 reads from the
@@ -187,24 +492,46 @@ func (l *Log) Subscribe(sessionID string, after int64) *Reader {
 
 // CloseSession ends the session's current readers (for example because the
 // session was deleted): each one drains the events that exist and then gets
-// ErrSessionClosed. It waits for an Append in flight to finish so that
-// "what exists" is well defined. Later Subscribe and Append calls start
-// afresh.
+// ErrSessionClosed. It first waits for a Publish in flight and for the
+// session's events to reach the store (or fail to), so that "what exists"
+// is well defined and a store deletion that follows removes everything.
+// Later Subscribe and Append calls start afresh.
 func (l *Log) CloseSession(sessionID string) {
-	l.mu.Lock()
-	s := l.sessions[sessionID]
-	delete(l.sessions, sessionID)
-	l.mu.Unlock()
-	if s == nil {
-		// No state means no open readers: Readers keep their session alive.
-		return
+	for {
+		l.mu.RLock()
+		s := l.sessions[sessionID]
+		l.mu.RUnlock()
+		if s == nil {
+			// No state means no open readers (Readers keep their session
+			// alive) and nothing waiting for the store.
+			return
+		}
+		s.sem <- struct{}{}
+		s.mu.RLock()
+		last := s.last
+		s.mu.RUnlock()
+		// Errors were logged by the persister and belong to the session
+		// being closed.
+		_ = l.waitDurable(context.Background(), s, last)
+		l.mu.Lock()
+		current := l.sessions[sessionID] == s
+		if current {
+			delete(l.sessions, sessionID)
+		}
+		l.mu.Unlock()
+		s.mu.Lock()
+		if !s.closed {
+			s.closed = true
+			close(s.notify)
+		}
+		s.mu.Unlock()
+		<-s.sem
+		if current {
+			return
+		}
+		// The idle sweep forgot s meanwhile (it had no readers); close
+		// whatever state replaced it.
 	}
-	s.sem <- struct{}{}
-	s.mu.Lock()
-	s.closed = true
-	close(s.notify)
-	s.mu.Unlock()
-	<-s.sem
 }
 
 // acquire returns the session's state with pending raised.
@@ -230,6 +557,7 @@ func (l *Log) getOrCreateLocked(id string) *session {
 	s := l.sessions[id]
 	if s == nil {
 		s = &session{
+			id:         id,
 			sem:        make(chan struct{}, 1),
 			notify:     make(chan struct{}),
 			lastActive: l.now(),
@@ -240,8 +568,7 @@ func (l *Log) getOrCreateLocked(id string) *session {
 }
 
 // maybeSweep runs the idle sweep at most every IdleEvict/2, piggybacking on
-// calls that already happen, so the Log needs no background goroutine and
-// no Close.
+// calls that already happen, so eviction needs no background goroutine.
 func (l *Log) maybeSweep() {
 	now := l.now()
 	last := l.lastSweep.Load()
@@ -257,7 +584,9 @@ func (l *Log) maybeSweep() {
 // sweep drops idle state: a session idle for IdleEvict with no open readers
 // is forgotten entirely; one that still has (idle) readers keeps only its
 // small header, since those readers may wait on its notify channel, and
-// loses its ring. Readers fall back to the store either way.
+// loses its ring. Readers fall back to the store either way. Events the
+// store does not have yet keep their session in memory, unless its
+// persistence failed (they will never be stored).
 func (l *Log) sweep(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -269,47 +598,39 @@ func (l *Log) sweep(now time.Time) {
 		if s.touched.Swap(false) {
 			s.lastActive = now
 		}
-		if now.Sub(s.lastActive) >= l.opt.IdleEvict {
-			if s.readers.Load() == 0 {
+		unpersisted := s.durable < s.last && s.failed == nil
+		if !unpersisted && now.Sub(s.lastActive) >= l.opt.IdleEvict {
+			switch {
+			case s.readers.Load() == 0:
 				delete(l.sessions, id)
-			} else {
-				s.ring, s.start, s.first = nil, 0, 0
+			case s.failed == nil:
+				s.dropRing()
 			}
 		}
 		s.mu.Unlock()
 	}
 }
 
-// push adds freshly stored events to the ring and wakes waiting readers.
-// Callers hold s.sem, so pushes are in seq order.
+// push adds freshly numbered events to the ring and wakes waiting readers.
+// Callers hold s.sem and s.mu, so pushes are in seq order.
 func (s *session) push(evs []store.Event, window int, now time.Time) {
-	if len(evs) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.lastActive = now
-	if len(s.ring) > 0 && evs[0].Seq != s.last+1 {
-		// Someone else appended to the store: the ring must stay
-		// contiguous, so restart it; readers before it use the store.
-		s.resetRing()
-	}
-	if len(evs) >= window {
-		s.resetRing()
-		evs = evs[len(evs)-window:]
-	}
 	for _, e := range evs {
-		switch {
-		case len(s.ring) == 0:
-			s.ring = append(s.ring, e)
+		if s.n == 0 {
 			s.first = e.Seq
-		case len(s.ring) < window:
-			s.ring = append(s.ring, e)
-		default:
-			s.ring[s.start] = e
-			s.start = (s.start + 1) % len(s.ring)
-			s.first++
 		}
+		if s.n == len(s.ring) {
+			if s.n >= window && s.ring[s.start].Seq <= s.durable {
+				// Full, and the oldest is in the store: slide.
+				s.ring[s.start] = e
+				s.start = (s.start + 1) % len(s.ring)
+				s.first++
+				continue
+			}
+			s.grow(window)
+		}
+		s.ring[(s.start+s.n)%len(s.ring)] = e
+		s.n++
 	}
 	s.last = evs[len(evs)-1].Seq
 	if s.waited.Load() {
@@ -319,13 +640,51 @@ func (s *session) push(evs []store.Event, window int, now time.Time) {
 	}
 }
 
-func (s *session) resetRing() {
-	clear(s.ring) // let the old events' payloads be collected
-	s.ring, s.start, s.first = s.ring[:0], 0, 0
+// grow doubles the ring's capacity: up to window while it fills, and
+// beyond it while the store lags. It starts at 64, about one short turn.
+func (s *session) grow(window int) {
+	c := max(64, 2*len(s.ring))
+	if s.n < window {
+		c = min(c, window)
+	}
+	s.resize(c)
+}
+
+// resize moves the ring's events, in order, to a ring of capacity c >= n.
+func (s *session) resize(c int) {
+	r := make([]store.Event, c)
+	for i := range s.n {
+		r[i] = s.ring[(s.start+i)%len(s.ring)]
+	}
+	s.ring, s.start = r, 0
+}
+
+// trim drops the oldest events beyond window that the store has, and gives
+// back a ring that grew while the store lagged. The caller holds s.mu.
+func (s *session) trim(window int) {
+	for s.n > window && s.ring[s.start].Seq <= s.durable {
+		s.ring[s.start] = store.Event{} // let its payload be collected
+		s.start = (s.start + 1) % len(s.ring)
+		s.first++
+		s.n--
+	}
+	if len(s.ring) > window && s.n <= window/2 {
+		s.resize(window)
+	}
+}
+
+// dropRing forgets the ring (every event in it is in the store).
+func (s *session) dropRing() {
+	s.ring, s.start, s.n, s.first = nil, 0, 0, 0
 }
 
 // at returns the event with seq q; the caller holds s.mu and has checked
-// first <= q <= last.
+// first <= q < first+n.
 func (s *session) at(q int64) store.Event {
 	return s.ring[(s.start+int(q-s.first))%len(s.ring)]
+}
+
+// has reports whether the ring holds seq q; the caller holds s.mu.
+func (s *session) has(q int64) bool {
+	return s.n > 0 && q >= s.first && q < s.first+int64(s.n)
 }

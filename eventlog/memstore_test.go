@@ -13,9 +13,10 @@ import (
 	"github.com/weft-run/weft/store"
 )
 
-// memStore is a faithful in-memory store.Events: per-session seqs from 1,
-// gap-free, assigned atomically; ErrNotFound for sessions not created. Hooks
-// let tests put a reader or an appender at an exact point of a race.
+// memStore is a faithful in-memory Store: per-session seqs from 1,
+// gap-free, assigned atomically; ErrNotFound for sessions not created; a
+// non-zero CreatedAt is kept. Hooks let tests put a reader or an appender
+// at an exact point of a race, or make appends fail.
 type memStore struct {
 	mu       sync.RWMutex
 	sessions map[string]*memEvents
@@ -24,9 +25,12 @@ type memStore struct {
 	// committed, before it returns.
 	afterRead   func(ctx context.Context, sessionID string, after int64)
 	afterAppend func(sessionID string, stored []store.Event)
+	// failAppend, when set, is returned by AppendEvents (nothing stored).
+	failAppend error
 
 	reads   atomic.Int64
 	appends atomic.Int64
+	gets    atomic.Int64
 }
 
 // memEvents holds a session's events in fixed-size chunks, so appending
@@ -102,6 +106,10 @@ func (m *memStore) AppendEvents(ctx context.Context, sessionID string, events ..
 	}
 	m.appends.Add(1)
 	m.mu.Lock()
+	if err := m.failAppend; err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
 	me, ok := m.sessions[sessionID]
 	if !ok {
 		m.mu.Unlock()
@@ -112,7 +120,9 @@ func (m *memStore) AppendEvents(ctx context.Context, sessionID string, events ..
 	for i, e := range events {
 		e.SessionID = sessionID
 		e.Seq = me.n + 1
-		e.CreatedAt = now
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = now
+		}
 		me.add(e)
 		out[i] = e
 	}
@@ -157,7 +167,28 @@ func (m *memStore) ReadEvents(ctx context.Context, sessionID string, after int64
 	return out, nil
 }
 
-var _ store.Events = (*memStore)(nil)
+func (m *memStore) setFailAppend(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failAppend = err
+}
+
+// GetSession returns the header fields the Log uses.
+func (m *memStore) GetSession(ctx context.Context, id string) (store.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Session{}, err
+	}
+	m.gets.Add(1)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	me, ok := m.sessions[id]
+	if !ok {
+		return store.Session{}, store.ErrNotFound
+	}
+	return store.Session{ID: id, LastSeq: me.n}, nil
+}
+
+var _ Store = (*memStore)(nil)
 
 // TestMemStore pins the fake to the store.Events contract the Log relies on.
 func TestMemStore(t *testing.T) {

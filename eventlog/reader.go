@@ -100,17 +100,18 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 		q := pos + 1
 		s.mu.RLock()
 		switch {
-		case len(s.ring) > 0 && q >= s.first && q <= s.last:
+		case s.has(q):
 			ev := s.at(q)
 			s.mu.RUnlock()
 			r.pos.Store(q)
 			return ev, nil
 
 		case (s.last > 0 && q > s.last) || (s.last == 0 && r.dry && pos >= r.dryAt):
-			// Caught up. An append this reader has not seen, in the store
-			// or the ring, is pushed later under s.mu, and that push closes
-			// the channel taken here: no wake-up is lost between "the store
-			// had nothing more" and "wait".
+			// Caught up. Every event reaches the ring (under s.mu) before
+			// the store, so an event this reader has not seen is pushed
+			// later, and that push closes the channel taken here: no
+			// wake-up is lost between "the store had nothing more" and
+			// "wait".
 			if s.closed {
 				s.mu.RUnlock()
 				return store.Event{}, ErrSessionClosed
@@ -130,7 +131,8 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 
 		default:
 			// Behind the ring, or nothing is known about the session yet
-			// (fresh Log, evicted window): the store has the events.
+			// (fresh Log, evicted window): the store has the events, since
+			// the ring keeps every event the store does not have yet.
 			closed, last := s.closed, s.last
 			s.mu.RUnlock()
 			if err := r.fill(ctx, pos, last, closed); err != nil {
@@ -141,7 +143,8 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 }
 
 // fill reads the next batch after pos from the store; last is the highest
-// seq this Log has appended.
+// seq the Log knows of. The caller found pos+1 older than the ring, so the
+// store has it.
 func (r *Reader) fill(ctx context.Context, pos, last int64, closed bool) error {
 	limit := r.log.opt.ReadBatch
 	evs, err := r.log.events.ReadEvents(ctx, r.id, pos, limit)
@@ -159,9 +162,9 @@ func (r *Reader) fill(ctx context.Context, pos, last int64, closed bool) error {
 			return ErrSessionClosed
 		}
 		if last > pos {
-			// The store lost events this Log appended (the session was
-			// deleted and recreated without CloseSession). Retrying would
-			// spin, so say so.
+			// The store lost events it had (the session was deleted and
+			// recreated without CloseSession). Retrying would spin, so say
+			// so.
 			return fmt.Errorf("eventlog: session %s: store has no events after %d but %d were appended", r.id, pos, last)
 		}
 	}

@@ -165,7 +165,7 @@ func New(cfg Config) (*Runtime, error) {
 	if base.Mode == "" {
 		base.Mode = permission.Mode("default")
 	}
-	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{}),
+	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base}, nil
 }
 
@@ -190,7 +190,12 @@ func (rt *Runtime) CreateSession(ctx context.Context, id string) (store.Session,
 
 // GetSession returns a session's header.
 func (rt *Runtime) GetSession(ctx context.Context, id string) (store.Session, error) {
-	return rt.cfg.Store.GetSession(ctx, id)
+	sess, err := rt.cfg.Store.GetSession(ctx, id)
+	if err == nil {
+		// Events reach readers before the store has them.
+		sess.LastSeq = max(sess.LastSeq, rt.elog.LastSeq(id))
+	}
+	return sess, err
 }
 
 // ListSessions pages through sessions.
@@ -358,10 +363,12 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	go func() { rt.turns.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Events of the runtime's own (dropped messages) may still be on
+	// their way to the store.
+	return rt.elog.FlushAll(ctx)
 }
 
 func (rt *Runtime) session(id string) (*live, error) {

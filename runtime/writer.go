@@ -3,51 +3,46 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/weft-run/weft/store"
 )
 
-// writerBatch bounds the events one store transaction carries.
-const writerBatch = 256
-
-// eventWriter appends one turn's events in order, batching whatever has
-// queued up while the previous append was being committed. A turn's events
-// are produced far faster than one durable commit each (a delta every few
-// microseconds against a commit's hundreds), so without batching a busy
-// server's latency is the commit queue's; with it, an idle session still
-// sees each event as soon as it is committed, and a busy one commits many
-// per transaction.
+// eventWriter appends one turn's events. Events are published to the event
+// log, which numbers them and wakes the session's readers at once, and
+// reach the store behind, in batches: a delta reaches a client without
+// waiting for a durable commit, so a busy server's latency is not its
+// commit queue's. sync waits for durability where it matters, and close
+// waits for the whole turn.
 type eventWriter struct {
-	rt   *Runtime
-	id   string
-	ch   chan writeReq
-	done chan struct{}
-}
-
-type writeReq struct {
-	ev    store.Event
-	flush chan struct{} // closed once this and every earlier event are appended
+	rt *Runtime
+	id string
+	// failed makes a persistence failure logged once per turn, not once per
+	// event.
+	failed atomic.Bool
 }
 
 func (rt *Runtime) newWriter(sessionID string) *eventWriter {
-	w := &eventWriter{rt: rt, id: sessionID, ch: make(chan writeReq, 1024), done: make(chan struct{})}
-	go w.loop()
-	return w
+	return &eventWriter{rt: rt, id: sessionID}
 }
 
-// push queues an event; it blocks only when the queue is full, which slows
-// the turn to the store's pace instead of growing without bound.
+// push appends an event without waiting for the store. It blocks only when
+// the session has many events waiting for the store, which slows the turn
+// to the store's pace instead of growing without bound.
 func (w *eventWriter) push(typ string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		w.rt.log.Error("encoding an event failed", "session", w.id, "type", typ, "error", err)
 		return
 	}
-	w.ch <- writeReq{ev: store.Event{Type: typ, Data: b}}
+	// Persisting outlives a cancelled turn.
+	if _, err := w.rt.elog.Publish(context.Background(), w.id, store.Event{Type: typ, Data: b}); err != nil {
+		w.fail(typ, err)
+	}
 }
 
-// sync queues an event and waits until it is appended, for events that
-// must be visible before the turn goes on (a permission request that a
+// sync appends an event and waits until it is in the store, for events
+// that must be durable before the turn goes on (a permission request that a
 // person has to see to answer).
 func (w *eventWriter) sync(typ string, data any) {
 	b, err := json.Marshal(data)
@@ -55,48 +50,20 @@ func (w *eventWriter) sync(typ string, data any) {
 		w.rt.log.Error("encoding an event failed", "session", w.id, "type", typ, "error", err)
 		return
 	}
-	f := make(chan struct{})
-	w.ch <- writeReq{ev: store.Event{Type: typ, Data: b}, flush: f}
-	<-f
+	if _, err := w.rt.elog.Append(context.Background(), w.id, store.Event{Type: typ, Data: b}); err != nil {
+		w.fail(typ, err)
+	}
 }
 
-// close appends what is queued and stops the writer.
+// close waits until every event of the turn is in the store.
 func (w *eventWriter) close() {
-	close(w.ch)
-	<-w.done
+	if err := w.rt.elog.Flush(context.Background(), w.id); err != nil {
+		w.fail("", err)
+	}
 }
 
-func (w *eventWriter) loop() {
-	defer close(w.done)
-	ctx := context.Background() // persisting outlives a cancelled turn
-	batch := make([]store.Event, 0, writerBatch)
-	var flushes []chan struct{}
-	for req := range w.ch {
-		batch = append(batch[:0], req.ev)
-		flushes = flushes[:0]
-		if req.flush != nil {
-			flushes = append(flushes, req.flush)
-		}
-	more:
-		for len(batch) < writerBatch {
-			select {
-			case r, ok := <-w.ch:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r.ev)
-				if r.flush != nil {
-					flushes = append(flushes, r.flush)
-				}
-			default:
-				break more
-			}
-		}
-		if _, err := w.rt.elog.Append(ctx, w.id, batch...); err != nil {
-			w.rt.log.Error("appending events failed", "session", w.id, "events", len(batch), "error", err)
-		}
-		for _, f := range flushes {
-			close(f)
-		}
+func (w *eventWriter) fail(typ string, err error) {
+	if w.failed.CompareAndSwap(false, true) {
+		w.rt.log.Error("appending events failed; later events of this turn are dropped", "session", w.id, "type", typ, "error", err)
 	}
 }

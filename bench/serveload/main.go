@@ -6,10 +6,16 @@
 //
 //	go run ./bench/serveload -sessions 1,100,1000 -deltas 50 -readers 1,100,1000 -idle 1000
 //
-// (a) concurrent streaming sessions: delivered events/s and added latency
-// p50/p99; (b) one session fanned out to R readers of its event stream:
+// (a) concurrent streaming sessions: delivered events/s, added latency
+// p50/p99/p99.9 and the CPU used (in cores: CPU seconds per second of
+// wall time); (b) one session fanned out to R readers of its event stream:
 // delivered events/s; (c) memory per idle session; (d) durable event
 // appends per second.
+//
+// With -split the SSE clients of (a) and (b) run in a second process (this
+// program re-executed with -clients-only), so that a CPU profile
+// (-cpuprofile) and the CPU column separate the server's work from the
+// load generator's. Both processes share the machine's cores either way.
 package main
 
 import (
@@ -25,13 +31,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/weft-run/weft/llm"
@@ -80,14 +89,36 @@ func (r resolver) Resolve(string) (llm.Provider, llm.ModelInfo, error) {
 	return r.p, llm.ModelInfo{ID: "stamped", Provider: "stamped", MaxOutputTokens: 1000}, nil
 }
 
+// config is what both roles need to know of a run.
+type config struct {
+	sessions []int
+	deltas   int
+	interval time.Duration
+	readers  []int
+	idle     int
+	split    bool
+	profile  string
+}
+
 func main() {
 	sessions := flag.String("sessions", "1,100,1000", "concurrent streaming sessions to measure, comma-separated")
 	deltas := flag.Int("deltas", 50, "text deltas per turn")
 	readers := flag.String("readers", "1,100,1000", "readers of one session's stream, comma-separated")
 	idle := flag.Int("idle", 1000, "idle sessions for the memory measurement (0 skips it)")
 	interval := flag.Duration("interval", 0, "pause between a turn's deltas (a model streams at 20-100 tokens/s; 0 sends each turn in one burst)")
+	split := flag.Bool("split", false, "run the SSE clients of (a) and (b) in a second process")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of (a) and (b) to this file (with -split: the server's; the clients' goes to FILE.clients)")
+	clientsOnly := flag.String("clients-only", "", "internal: run only the clients of (a) and (b) against this base URL (what -split starts)")
 	flag.Parse()
-	if err := run(ints(*sessions), *deltas, *interval, ints(*readers), *idle); err != nil {
+	cfg := config{sessions: ints(*sessions), deltas: *deltas, interval: *interval, readers: ints(*readers),
+		idle: *idle, split: *split, profile: *profile}
+	var err error
+	if *clientsOnly != "" {
+		err = runClients(cfg, *clientsOnly)
+	} else {
+		err = run(cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "serveload:", err)
 		os.Exit(1)
 	}
@@ -103,7 +134,19 @@ func ints(s string) []int {
 	return out
 }
 
-func run(sessionCounts []int, deltas int, interval time.Duration, readerCounts []int, idle int) error {
+// cpuPath serves the server process's CPU time to a client process.
+const cpuPath = "/serveload/cpu"
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func run(cfg config) error {
 	dir, err := os.MkdirTemp("", "serveload")
 	if err != nil {
 		return err
@@ -115,49 +158,48 @@ func run(sessionCounts []int, deltas int, interval time.Duration, readerCounts [
 		return err
 	}
 	defer db.Close()
-	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{deltas, interval}}, DefaultModel: "stamped:m",
+	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{cfg.deltas, cfg.interval}}, DefaultModel: "stamped:m",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
 	defer rt.Shutdown(ctx)
 	h := server.New(server.Config{Runtime: rt, RateLimit: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
+	mux := http.NewServeMux()
+	mux.HandleFunc(cpuPath, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, int64(cpuTime()))
+	})
+	mux.Handle("/", h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 10000, MaxConnsPerHost: 0}}
+	client := newClient()
 
-	fmt.Printf("(a) concurrent streaming sessions, %d deltas per turn, %s between deltas\n", deltas, interval)
-	fmt.Printf("%10s %14s %12s %12s\n", "sessions", "events/s", "p50 added", "p99 added")
-	for _, n := range sessionCounts {
-		evs, lat, el, err := streamSessions(client, base, n)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("%10d %14.0f %12s %12s\n", n, float64(evs)/el.Seconds(), pct(lat, 50), pct(lat, 99))
+	stopProfile, err := startProfile(cfg.profile)
+	if err != nil {
+		return err
+	}
+	if cfg.split {
+		err = spawnClients(cfg, base)
+	} else {
+		err = clients(cfg, client, base, nil)
+	}
+	stopProfile()
+	if err != nil {
+		return err
 	}
 
-	fmt.Printf("\n(b) one session fanned out, %d deltas per turn\n", deltas)
-	fmt.Printf("%10s %16s\n", "readers", "delivered ev/s")
-	for _, r := range readerCounts {
-		rate, err := fanout(client, base, r)
+	if cfg.idle > 0 {
+		heap, rss, err := idleMemory(client, base, cfg.idle)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%10d %16.0f\n", r, rate)
-	}
-
-	if idle > 0 {
-		heap, rss, err := idleMemory(client, base, idle)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("\n(c) per idle session (%d sessions, each with one finished turn): heap %.1f KiB, RSS %.1f KiB\n", idle, heap/1024, rss/1024)
+		fmt.Printf("\n(c) per idle session (%d sessions, each with one finished turn): heap %.1f KiB, RSS %.1f KiB\n", cfg.idle, heap/1024, rss/1024)
 	}
 
 	fmt.Printf("\n(d) durable event appends (SQLite, 2 s each)\n")
@@ -167,6 +209,167 @@ func run(sessionCounts []int, deltas int, interval time.Duration, readerCounts [
 			return err
 		}
 		fmt.Printf("%3d writers, 1 event per append: %8.0f events/s\n", writers, rate)
+	}
+	return nil
+}
+
+func newClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 10000, MaxConnsPerHost: 0}}
+}
+
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// spawnClients re-executes this program with -clients-only and waits for
+// it; its report goes to this process's stdout.
+func spawnClients(cfg config, base string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"-clients-only", base,
+		"-sessions", joinInts(cfg.sessions), "-readers", joinInts(cfg.readers),
+		"-deltas", strconv.Itoa(cfg.deltas), "-interval", cfg.interval.String()}
+	if cfg.profile != "" {
+		args = append(args, "-cpuprofile", cfg.profile+".clients")
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("client process: %w", err)
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// runClients is the client process of -split.
+func runClients(cfg config, base string) error {
+	stopProfile, err := startProfile(cfg.profile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	client := newClient()
+	serverCPU := func() (time.Duration, error) {
+		resp, err := client.Get(base + cpuPath)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		return time.Duration(n), err
+	}
+	return clients(cfg, client, base, serverCPU)
+}
+
+// settle waits until the server is idle (under a tenth of a core for a
+// quarter of a second), so that one measurement does not pay for the
+// previous one's work still in progress: events are delivered before they
+// are stored, and a burst leaves the store catching up. It returns how long
+// that took.
+func settle(serverCPU func() (time.Duration, error)) (time.Duration, error) {
+	const tick = 250 * time.Millisecond
+	start := time.Now()
+	prev, err := serverCPU()
+	if err != nil {
+		return 0, err
+	}
+	for time.Since(start) < time.Minute {
+		time.Sleep(tick)
+		cur, err := serverCPU()
+		if err != nil {
+			return 0, err
+		}
+		if cur-prev < tick/10 {
+			return time.Since(start) - tick, nil
+		}
+		prev = cur
+	}
+	return time.Since(start), fmt.Errorf("the server was still busy after a minute")
+}
+
+// clients runs (a) and (b). serverCPU is nil when the server runs in this
+// process.
+func clients(cfg config, client *http.Client, base string, serverCPU func() (time.Duration, error)) error {
+	busy := serverCPU
+	if busy == nil {
+		busy = func() (time.Duration, error) { return cpuTime(), nil }
+	}
+	var settled []string
+	fmt.Printf("(a) concurrent streaming sessions, %d deltas per turn, %s between deltas\n", cfg.deltas, cfg.interval)
+	if serverCPU == nil {
+		fmt.Printf("%10s %14s %12s %12s %12s %14s\n", "sessions", "events/s", "p50 added", "p99 added", "p99.9 added", "cpu (cores)")
+	} else {
+		fmt.Printf("%10s %14s %12s %12s %12s %14s %14s\n", "sessions", "events/s", "p50 added", "p99 added", "p99.9 added", "server cores", "client cores")
+	}
+	for _, n := range cfg.sessions {
+		// CPU is counted from when the turns start (after the sessions
+		// are created) until the last stream ends.
+		var s0, c0, s1 time.Duration
+		var cpuErr error
+		evs, lat, el, err := streamSessions(client, base, n, func() {
+			if serverCPU != nil {
+				s0, cpuErr = serverCPU()
+			}
+			c0 = cpuTime()
+		})
+		cores := float64(cpuTime()-c0) / float64(el)
+		if err == nil && cpuErr == nil && serverCPU != nil {
+			s1, cpuErr = serverCPU()
+		}
+		if err == nil {
+			err = cpuErr
+		}
+		if err != nil {
+			return err
+		}
+		row := fmt.Sprintf("%10d %14.0f %12s %12s %12s", n, float64(evs)/el.Seconds(), pct(lat, 50), pct(lat, 99), pct(lat, 99.9))
+		if serverCPU == nil {
+			fmt.Printf("%s %14.2f\n", row, cores)
+		} else {
+			fmt.Printf("%s %14.2f %14.2f\n", row, float64(s1-s0)/float64(el), cores)
+		}
+		wait, err := settle(busy)
+		if err != nil {
+			return err
+		}
+		settled = append(settled, fmt.Sprintf("%d sessions %s", n, wait.Round(10*time.Millisecond)))
+	}
+	if len(settled) > 0 {
+		fmt.Printf("server busy after the last stream ended (storing what it delivered): %s\n", strings.Join(settled, ", "))
+	}
+
+	fmt.Printf("\n(b) one session fanned out, %d deltas per turn\n", cfg.deltas)
+	fmt.Printf("%10s %16s\n", "readers", "delivered ev/s")
+	for _, r := range cfg.readers {
+		rate, err := fanout(client, base, r)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%10d %16.0f\n", r, rate)
 	}
 	return nil
 }
@@ -280,7 +483,9 @@ func stampLatency(data []byte, now int64, lat *[]time.Duration) {
 	}
 }
 
-func streamSessions(client *http.Client, base string, n int) (int64, []time.Duration, time.Duration, error) {
+// streamSessions runs one turn on each of n new sessions at once, calling
+// started just before the turns start.
+func streamSessions(client *http.Client, base string, n int, started func()) (int64, []time.Duration, time.Duration, error) {
 	ids := make([]string, n)
 	for i := range ids {
 		id, err := createSession(client, base)
@@ -294,6 +499,7 @@ func streamSessions(client *http.Client, base string, n int) (int64, []time.Dura
 	var all []time.Duration
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	started()
 	start := time.Now()
 	for _, id := range ids {
 		wg.Go(func() {
@@ -403,13 +609,13 @@ func idleMemory(client *http.Client, base string, n int) (heap, resident float64
 	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n), float64(rss()-r0) / float64(n), nil
 }
 
-func pct(d []time.Duration, p int) string {
+func pct(d []time.Duration, p float64) string {
 	if len(d) == 0 {
 		return "-"
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	i := len(s) * p / 100
+	i := int(float64(len(s)) * p / 100)
 	if i >= len(s) {
 		i = len(s) - 1
 	}

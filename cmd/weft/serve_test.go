@@ -49,7 +49,8 @@ cors = http://a.example, http://b.example
 		rateLimit               int
 		keepalive               time.Duration
 	}
-	defaults := want{addr: "127.0.0.1:8080", mode: "default", rateLimit: 60, keepalive: 15 * time.Second}
+	defaults := want{addr: "127.0.0.1:8080", // mode "": the settings files decide, else default
+		rateLimit: 60, keepalive: 15 * time.Second}
 	tests := []struct {
 		name    string
 		args    []string
@@ -59,11 +60,11 @@ cors = http://a.example, http://b.example
 	}{
 		{name: "defaults", want: defaults},
 		{name: "file", args: []string{"--config", lines},
-			want: want{addr: "0.0.0.0:9000", token: "from file # not a comment", cors: "http://a.example, http://b.example", mode: "default", rateLimit: 10, keepalive: 5 * time.Second}},
+			want: want{addr: "0.0.0.0:9000", token: "from file # not a comment", cors: "http://a.example, http://b.example", rateLimit: 10, keepalive: 5 * time.Second}},
 		{name: "env beats file", args: []string{"--config", lines}, env: map[string]string{"WEFT_RATE_LIMIT": "20", "WEFT_BEARER_TOKEN": "env-token"},
-			want: want{addr: "0.0.0.0:9000", token: "env-token", cors: "http://a.example, http://b.example", mode: "default", rateLimit: 20, keepalive: 5 * time.Second}},
+			want: want{addr: "0.0.0.0:9000", token: "env-token", cors: "http://a.example, http://b.example", rateLimit: 20, keepalive: 5 * time.Second}},
 		{name: "flag beats env", args: []string{"--config", lines, "--rate-limit", "30", "--addr", ":1"}, env: map[string]string{"WEFT_RATE_LIMIT": "20", "WEFT_ADDR": "env:2"},
-			want: want{addr: ":1", token: "from file # not a comment", cors: "http://a.example, http://b.example", mode: "default", rateLimit: 30, keepalive: 5 * time.Second}},
+			want: want{addr: ":1", token: "from file # not a comment", cors: "http://a.example, http://b.example", rateLimit: 30, keepalive: 5 * time.Second}},
 		{name: "json file from WEFT_CONFIG", env: map[string]string{"WEFT_CONFIG": jsonConf},
 			want: want{addr: "127.0.0.1:9100", cors: "http://c.example,http://d.example", mode: "plan", rateLimit: 7, keepalive: 15 * time.Second}},
 		{name: "unknown setting", args: []string{"--config", unknown}, wantErr: `unknown setting "adress"`},

@@ -1,0 +1,139 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-run/weft/store"
+)
+
+// The persister writes published events to the store in rounds: it waits
+// PersistDelay for events to gather, takes every session with unpersisted
+// events, and appends each one's events in one store call, up to
+// persistWorkers calls at once. While a round is being written the next one
+// gathers, so a busy store gets fewer, larger appends instead of a queue;
+// an idle Log has no goroutine. Callers that wait for durability (Append,
+// Flush, a full session) do not wait for a round: they append their
+// session's events themselves (see waitDurable).
+
+// enqueue puts s in the next round, starting the persister if it is not
+// running. The caller has set s.queued.
+func (l *Log) enqueue(s *session) {
+	l.pmu.Lock()
+	l.dirty = append(l.dirty, s)
+	start := !l.persisting
+	l.persisting = true
+	l.pmu.Unlock()
+	if start {
+		go l.persistLoop()
+	}
+}
+
+func (l *Log) persistLoop() {
+	t := time.NewTimer(l.opt.PersistDelay)
+	defer t.Stop()
+	var round []*session
+	for {
+		<-t.C
+		l.pmu.Lock()
+		round, l.dirty = l.dirty, round[:0]
+		if len(round) == 0 {
+			l.persisting = false
+			l.pmu.Unlock()
+			return
+		}
+		l.pmu.Unlock()
+		parallel(len(round), func(i int) { l.persistOne(round[i], true) })
+		clear(round) // the next round's list must not keep sessions alive
+		t.Reset(l.opt.PersistDelay)
+	}
+}
+
+// parallel runs fn(0..n-1) on up to persistWorkers goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := min(n, persistWorkers)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				fn(int(i))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// persistOne appends the session's next batch of unpersisted events, unless
+// an append of the session is already in flight (it returns false then,
+// and when there is nothing to append). fromRound says the caller took s
+// from the dirty list.
+func (l *Log) persistOne(s *session, fromRound bool) bool {
+	s.mu.Lock()
+	if fromRound {
+		s.queued = false
+	}
+	from, to := s.durable+1, min(s.last, s.durable+persistBatch)
+	if s.inflight || s.failed != nil || from > to {
+		// An append in flight puts the session back in the list when it
+		// leaves events behind.
+		s.mu.Unlock()
+		return false
+	}
+	s.inflight = true
+	evs := make([]store.Event, 0, to-from+1)
+	for q := from; q <= to; q++ {
+		evs = append(evs, s.at(q))
+	}
+	s.mu.Unlock()
+
+	// Persisting outlives whoever published.
+	stored, err := l.events.AppendEvents(context.Background(), s.id, evs...)
+	if err == nil {
+		err = agree(stored, from, to)
+	}
+
+	s.mu.Lock()
+	s.inflight = false
+	if err != nil {
+		s.failed = err
+		l.opt.Logger.Error("eventlog: persisting events failed; the session's later appends fail until its state is dropped",
+			"session", s.id, "first_seq", from, "last_seq", s.last, "error", err)
+	} else {
+		s.durable = to
+		s.trim(l.opt.Window)
+	}
+	s.wakeDurable()
+	again := err == nil && s.durable < s.last && !s.queued
+	if again {
+		s.queued = true
+	}
+	s.mu.Unlock()
+	if again {
+		l.enqueue(s)
+	}
+	return true
+}
+
+// agree checks that the store numbered the events as the Log did; it would
+// not if something else appended to the session.
+func agree(stored []store.Event, from, to int64) error {
+	if int64(len(stored)) != to-from+1 {
+		return fmt.Errorf("eventlog: store stored %d events of %d", len(stored), to-from+1)
+	}
+	for i, e := range stored {
+		if want := from + int64(i); e.Seq != want {
+			return fmt.Errorf("eventlog: store numbered seq %d as %d (another writer appended to the session?)", want, e.Seq)
+		}
+	}
+	return nil
+}
