@@ -68,6 +68,25 @@ func (r *Reader) Close() {
 	})
 }
 
+// Buffered reports whether the reader holds its next event in memory, so
+// that Next would return it at once, without waiting or reading the store.
+// A caller that writes events out can gather what is already there into
+// one write without ever waiting for more. Like Next, it must be called
+// from one goroutine at a time (Next's).
+func (r *Reader) Buffered() bool {
+	pos := r.pos.Load()
+	for _, ev := range r.batch[r.bi:] {
+		if ev.Seq > pos {
+			return true
+		}
+	}
+	s := r.s
+	s.mu.RLock()
+	ok := s.has(pos + 1)
+	s.mu.RUnlock()
+	return ok
+}
+
 // Next returns the event after the reader's position, blocking until it
 // exists, the reader or the session is closed, or ctx ends. A reader older
 // than the in-memory window replays from the store in batches, then follows

@@ -131,6 +131,10 @@ func (rt *Runtime) SetServerPermissions(ctx context.Context, p Permissions) erro
 // SessionPermissions returns a session's own permissions (empty when it
 // has none) and the effective mode.
 func (rt *Runtime) SessionPermissions(ctx context.Context, id string) (Permissions, error) {
+	// Known sessions only: no in-memory state for ids that do not exist.
+	if _, err := rt.cfg.Store.GetSession(ctx, id); err != nil {
+		return Permissions{}, err
+	}
 	l, err := rt.session(id)
 	if err != nil {
 		return Permissions{}, err

@@ -38,8 +38,15 @@ type sseStream struct {
 	// then.
 	drainTo int64
 
+	// rd is the reader the handler takes frames from (set by next, so nil
+	// for streams not read through it); while it has its next event in
+	// memory, a frame waits in buf for the ones after it, so that a
+	// backlog goes out in one write instead of one per frame.
+	rd *eventlog.Reader
+
 	mu       sync.Mutex
-	buf      []byte
+	buf      []byte // frames not yet written (pending says so)
+	pending  bool
 	err      error
 	active   bool // a frame went out since the last heartbeat tick
 	deadline time.Time
@@ -80,7 +87,7 @@ func (st *sseStream) heartbeat() {
 	if st.stopped || st.ctx.Err() != nil {
 		return
 	}
-	if !st.active && st.err == nil {
+	if !st.active && !st.pending && st.err == nil {
 		st.buf = append(st.buf[:0], ": keepalive\n\n"...)
 		st.writeLocked()
 	}
@@ -91,15 +98,24 @@ func (st *sseStream) heartbeat() {
 // event writes one stored event as a frame.
 func (st *sseStream) event(ev runtime.Event) error { return st.frame(ev.Seq, ev.Type, ev.Data) }
 
+// maxCoalesce bounds the frames gathered into one write.
+const maxCoalesce = 32 << 10
+
 // frame writes "id: <seq>\nevent: <type>\ndata: <json>\n\n" and flushes
-// it.
+// it, together with the frames before it that waited, unless the reader
+// already holds the next event: then the frame waits for it (next writes
+// it out before it could block, close before the stream ends). A frame
+// never waits for an event that is not there yet.
 func (st *sseStream) frame(seq int64, typ string, data []byte) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.err != nil {
 		return st.err
 	}
-	b := append(st.buf[:0], "id: "...)
+	if !st.pending {
+		st.buf = st.buf[:0]
+	}
+	b := append(st.buf, "id: "...)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, "\nevent: "...)
 	b = append(b, typ...)
@@ -108,6 +124,20 @@ func (st *sseStream) frame(seq int64, typ string, data []byte) error {
 	b = append(b, "\n\n"...)
 	st.buf = b
 	st.active = true
+	if len(b) < maxCoalesce && st.rd != nil && st.rd.Buffered() {
+		st.pending = true
+		return nil
+	}
+	return st.writeLocked()
+}
+
+// flushPending writes the frames that wait, if any.
+func (st *sseStream) flushPending() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.pending || st.err != nil {
+		return st.err
+	}
 	return st.writeLocked()
 }
 
@@ -137,7 +167,14 @@ func (st *sseStream) writeLocked() error {
 		st.deadline = now.Add(sseWriteTimeout)
 		_ = st.rc.SetWriteDeadline(st.deadline) // unsupported by some writers (tests)
 	}
-	if _, err := st.w.Write(st.buf); err != nil {
+	_, err := st.w.Write(st.buf)
+	st.pending = false
+	if cap(st.buf) > maxCoalesce {
+		st.buf = nil // a backlog's buffer is not kept for the stream's life
+	} else {
+		st.buf = st.buf[:0]
+	}
+	if err != nil {
 		st.fail(err)
 		return err
 	}
@@ -167,6 +204,7 @@ func (st *sseStream) fail(err error) {
 // holds mu) and clears the write deadline, which would otherwise outlive
 // the stream on a kept-alive connection.
 func (st *sseStream) close() {
+	_ = st.flushPending() // the handler's last frames (a turn's done) may wait for a next that never comes
 	st.cancel()
 	st.mu.Lock()
 	st.stopped = true
@@ -187,6 +225,13 @@ const closeDrainTimeout = 5 * time.Second
 // shutdown, so that includes the done events of the turns it cancelled),
 // and then ends with an error.
 func (s *Server) next(st *sseStream, sessionID string, rd *eventlog.Reader) (runtime.Event, error) {
+	st.rd = rd
+	// Frames wait only while the next event is at hand.
+	if !rd.Buffered() {
+		if err := st.flushPending(); err != nil {
+			return runtime.Event{}, err
+		}
+	}
 	ev, err := rd.Next(st.ctx)
 	if err == nil || st.client.Err() != nil || s.closing.Err() == nil {
 		return ev, err

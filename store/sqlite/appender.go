@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/weft-run/weft/store"
@@ -78,7 +79,7 @@ func (a *appender) submit(ctx context.Context, r *appendReq) error {
 			return errClosed
 		default:
 		}
-		return a.db.write(ctx, func(tx *sql.Tx) error { return r.log.insert(ctx, tx, r) })
+		return a.write(ctx, func(tx *sql.Tx) error { return r.log.insert(ctx, tx, r) })
 	}
 	select {
 	case a.reqs <- r:
@@ -134,7 +135,7 @@ func (a *appender) run(group []*appendReq) {
 	taken := make([]bool, len(group))
 	errs := make([]error, len(group))
 	culprit := -1
-	err := a.db.write(ctx, func(tx *sql.Tx) error {
+	err := a.write(ctx, func(tx *sql.Tx) error {
 		for i, r := range group {
 			if !r.state.CompareAndSwap(reqQueued, reqTaken) {
 				continue
@@ -180,23 +181,117 @@ func (a *appender) run(group []*appendReq) {
 	}
 }
 
+// write runs an append transaction: fn runs once the seq cache is known to
+// be current, and a transaction that fails (rolled back, or its commit
+// uncertain) leaves the cache empty, since fn may have advanced it.
+func (a *appender) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	err := a.db.write(ctx, func(tx *sql.Tx) error {
+		var v int64
+		if err := tx.StmtContext(ctx, a.db.st.dataVersion).QueryRowContext(ctx).Scan(&v); err != nil {
+			return fmt.Errorf("sqlite: append events: data_version: %w", err)
+		}
+		a.db.seqs.check(v)
+		return fn(tx)
+	})
+	if err != nil {
+		a.db.seqs.reset()
+	}
+	return err
+}
+
 // insert assigns r's seqs after the session's (or run's) last one and
 // inserts its events, inside tx.
 func (l *eventLog) insert(ctx context.Context, tx *sql.Tx, r *appendReq) error {
-	var pk, last int64
-	err := tx.StmtContext(ctx, l.lastSeq).QueryRowContext(ctx, r.sessionID).Scan(&pk, &last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return l.notFound(r.sessionID)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: append events to %s %q: %w", l.kind, r.sessionID, err)
-	}
-	ins := tx.StmtContext(ctx, l.insertEvent)
-	for i := range r.events {
-		r.events[i].Seq = last + 1 + int64(i)
-		if _, err := ins.ExecContext(ctx, pk, r.events[i].Seq, r.events[i].Type, r.data[i], r.created[i]); err != nil {
+	pos, ok := l.db.seqs.get(l, r.sessionID)
+	if !ok {
+		err := tx.StmtContext(ctx, l.lastSeq).QueryRowContext(ctx, r.sessionID).Scan(&pos.pk, &pos.last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return l.notFound(r.sessionID)
+		}
+		if err != nil {
 			return fmt.Errorf("sqlite: append events to %s %q: %w", l.kind, r.sessionID, err)
 		}
 	}
+	ins := tx.StmtContext(ctx, l.insertEvent)
+	for i := range r.events {
+		r.events[i].Seq = pos.last + 1 + int64(i)
+		if _, err := ins.ExecContext(ctx, pos.pk, r.events[i].Seq, r.events[i].Type, r.data[i], r.created[i]); err != nil {
+			return fmt.Errorf("sqlite: append events to %s %q: %w", l.kind, r.sessionID, err)
+		}
+	}
+	pos.last += int64(len(r.events))
+	l.db.seqs.put(l, r.sessionID, pos)
 	return nil
+}
+
+// seqCache remembers, for the sessions and runs appended to, their pk and
+// last seq, so that an append does not read them from the database each
+// time (that read cost about as much as the insert of a one-event append).
+// It is read and advanced only inside write transactions, which the
+// single write connection serialises, and it is trusted only while no
+// other connection has committed (PRAGMA data_version, checked at the start
+// of every append transaction): another process appending to or deleting a
+// session makes the next append read again. Deletes through this DB forget
+// their entry inside their transaction; a failed append transaction
+// empties the cache.
+type seqCache struct {
+	mu      sync.Mutex // for the race detector's sake: the write connection already serialises users
+	version int64
+	known   bool
+	m       map[seqKey]seqPos
+}
+
+type seqKey struct {
+	log *eventLog
+	id  string
+}
+
+type seqPos struct{ pk, last int64 }
+
+// maxSeqCache bounds the cache; past it the cache starts over, which costs
+// one read per session appended to afterwards.
+const maxSeqCache = 100_000
+
+// check empties the cache unless the database's data_version is v, the
+// one it was filled under.
+func (c *seqCache) check(v int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known || c.version != v {
+		clear(c.m)
+		c.version, c.known = v, true
+	}
+}
+
+func (c *seqCache) get(l *eventLog, id string) (seqPos, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[seqKey{l, id}]
+	return p, ok
+}
+
+func (c *seqCache) put(l *eventLog, id string, p seqPos) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := seqKey{l, id}
+	if c.m == nil {
+		c.m = make(map[seqKey]seqPos)
+	} else if _, ok := c.m[k]; !ok && len(c.m) >= maxSeqCache {
+		clear(c.m)
+	}
+	c.m[k] = p
+}
+
+func (c *seqCache) forget(l *eventLog, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, seqKey{l, id})
+}
+
+// reset empties the cache and makes the next check start over.
+func (c *seqCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.known = false
 }

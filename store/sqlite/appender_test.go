@@ -231,3 +231,91 @@ func TestCloseDuringAppends(t *testing.T) {
 		t.Error("no append succeeded before Close")
 	}
 }
+
+// TestSeqCacheFollowsOtherWriters: appends number their events from the
+// cached last seq, so whatever changes a session behind the cache (a
+// delete and re-create through this handle or another, another handle's
+// appends) must make the next append start from the database again.
+func TestSeqCacheFollowsOtherWriters(t *testing.T) {
+	t.Parallel()
+	ev := store.Event{Type: "e"}
+	for _, tc := range []struct {
+		name string
+		// change runs between two appends to "s" through a; it returns the
+		// seq the next append through a must get.
+		change func(t *testing.T, a, b *DB) int64
+	}{
+		{"appends through another handle", func(t *testing.T, a, b *DB) int64 {
+			if _, err := b.AppendEvents(t.Context(), "s", ev, ev); err != nil {
+				t.Fatal(err)
+			}
+			return 6
+		}},
+		{"delete and re-create through this handle", func(t *testing.T, a, b *DB) int64 {
+			if err := a.DeleteSession(t.Context(), "s"); err != nil {
+				t.Fatal(err)
+			}
+			createSessions(t, a, "s")
+			return 1
+		}},
+		{"delete and re-create through another handle", func(t *testing.T, a, b *DB) int64 {
+			// The new row reuses the deleted one's pk (it had the highest).
+			if err := b.DeleteSession(t.Context(), "s"); err != nil {
+				t.Fatal(err)
+			}
+			createSessions(t, b, "s")
+			return 1
+		}},
+		{"a run deleted and re-created through this handle", func(t *testing.T, a, b *DB) int64 {
+			if _, err := a.RunEvents().AppendEvents(t.Context(), "r", ev); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.DeleteRun(t.Context(), "r"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateRun(t.Context(), store.Run{ID: "r", Status: store.RunRunning}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.RunEvents().AppendEvents(t.Context(), "r", ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0].Seq != 1 {
+				t.Errorf("run re-created: first seq %d, want 1", got[0].Seq)
+			}
+			return 4
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "weft.db")
+			a, b := openTest(t, path), openTest(t, path)
+			defer a.Close()
+			defer b.Close()
+			createSessions(t, a, "s")
+			if _, err := a.CreateRun(t.Context(), store.Run{ID: "r", Status: store.RunRunning}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.AppendEvents(t.Context(), "s", ev, ev, ev); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.change(t, a, b)
+			got, err := a.AppendEvents(t.Context(), "s", ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0].Seq != want {
+				t.Errorf("next seq %d, want %d", got[0].Seq, want)
+			}
+			stored, err := a.ReadEvents(t.Context(), "s", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range stored {
+				if e.Seq != int64(i+1) {
+					t.Fatalf("stored seqs are not 1..%d: %v", len(stored), stored)
+				}
+			}
+		})
+	}
+}

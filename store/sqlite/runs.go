@@ -144,11 +144,16 @@ func (db *DB) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, er
 // DeleteRun implements store.Runs. Step results and events go with the run
 // (ON DELETE CASCADE), in the same transaction.
 func (db *DB) DeleteRun(ctx context.Context, id string) error {
-	res, err := db.st.deleteRun.ExecContext(ctx, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete run %q: %w", id, err)
-	}
-	return affected(res, notFoundErr("run", id))
+	// In a transaction, so that no append runs between the delete and
+	// forgetting the run's cached pk and seq (see seqCache).
+	return db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, db.st.deleteRun).ExecContext(ctx, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete run %q: %w", id, err)
+		}
+		db.seqs.forget(&db.runEvents, id)
+		return affected(res, notFoundErr("run", id))
+	})
 }
 
 // InterruptRuns implements store.Runs.

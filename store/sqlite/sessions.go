@@ -153,11 +153,16 @@ func (db *DB) ListSessions(ctx context.Context, opt store.ListOptions) (store.Se
 // DeleteSession implements store.Sessions. Messages and events go with the
 // session (ON DELETE CASCADE), in the same transaction.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
-	res, err := db.st.deleteSession.ExecContext(ctx, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete session %q: %w", id, err)
-	}
-	return requireRow(res, id)
+	// In a transaction, so that no append runs between the delete and
+	// forgetting the session's cached pk and seq (see seqCache).
+	return db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, db.st.deleteSession).ExecContext(ctx, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
+		}
+		db.seqs.forget(&db.sessionEvents, id)
+		return requireRow(res, id)
+	})
 }
 
 // UpdateSession implements store.Sessions.

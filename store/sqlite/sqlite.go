@@ -81,6 +81,7 @@ type DB struct {
 	st   stmts
 
 	appender *appender // nil until Open succeeds
+	seqs     seqCache  // the event tables' last seqs, for appends
 
 	// The two event tables, over statements in st.
 	sessionEvents eventLog

@@ -15,6 +15,7 @@ type stmts struct {
 	updateSession    *sql.Stmt
 	deleteSession    *sql.Stmt
 	lastSeq          *sql.Stmt
+	dataVersion      *sql.Stmt
 	insertEvent      *sql.Stmt
 	reservePositions *sql.Stmt
 	resetMessages    *sql.Stmt
@@ -110,6 +111,9 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		// inserts that follow it commit.
 		{&s.lastSeq, w, `SELECT pk, COALESCE((SELECT MAX(seq) FROM events WHERE session_pk = sessions.pk), 0)
 			FROM sessions WHERE id = ?`},
+		// Changes when another connection (another process) commits: what
+		// tells the seq cache (seqCache) that it may be stale.
+		{&s.dataVersion, w, `PRAGMA data_version`},
 		{&s.insertEvent, w, `INSERT INTO events (session_pk, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`},
 		{&s.reservePositions, w, `UPDATE sessions SET message_count = message_count + ?, ` + touch + `
 			WHERE id = ? RETURNING pk, message_count`},
