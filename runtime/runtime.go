@@ -32,6 +32,8 @@ var (
 	ErrExists   = store.ErrExists   // session id taken
 	ErrAnswered = errors.New("permission request already answered")
 	ErrClosed   = errors.New("runtime is shutting down")
+	// ErrInvalidCursor: a list cursor this server did not hand out.
+	ErrInvalidCursor = store.ErrInvalidCursor
 )
 
 // The store's types front doors see, named here so that a front door

@@ -312,10 +312,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.rt.ListSessions(r.Context(), opt)
 	if err != nil {
-		// The store's cursor error is not exported through store; any
-		// failure of a request carrying a cursor the store rejects as such
-		// is the client's.
-		if opt.Cursor != "" && strings.Contains(err.Error(), "invalid list cursor") {
+		if errors.Is(err, runtime.ErrInvalidCursor) {
 			writeError(w, http.StatusBadRequest, errInvalidRequest, "cursor is not one this server handed out")
 			return
 		}

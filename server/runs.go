@@ -166,7 +166,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.cfg.Runs.ListRuns(r.Context(), q)
 	if err != nil {
-		if q.Cursor != "" && strings.Contains(err.Error(), "invalid list cursor") {
+		if errors.Is(err, runtime.ErrInvalidCursor) {
 			writeError(w, http.StatusBadRequest, errInvalidRequest, "cursor is not one this server handed out")
 			return
 		}

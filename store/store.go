@@ -22,6 +22,10 @@ var (
 	// ErrConflict: an optimistic update lost the race (the stored revision
 	// is not the one the caller read).
 	ErrConflict = errors.New("conflict")
+	// ErrInvalidCursor: a list cursor the store did not hand out. Callers
+	// must not fall back to the first page: a client paging with a
+	// corrupted cursor would silently see items twice.
+	ErrInvalidCursor = errors.New("invalid list cursor")
 )
 
 // Session is a stored conversation's header.

@@ -3,18 +3,17 @@ package sqlite
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/weft-run/weft/store"
 )
 
-// ErrInvalidCursor is wrapped by ListSessions' and ListRuns' error for a
-// cursor they did not hand out. Callers must not fall back to the first
-// page: a client paging with a corrupted cursor would silently see
-// sessions (or runs) twice.
-var ErrInvalidCursor = errors.New("invalid list cursor")
+// ErrInvalidCursor is store.ErrInvalidCursor, wrapped by ListSessions' and
+// ListRuns' error for a cursor they did not hand out.
+var ErrInvalidCursor = store.ErrInvalidCursor
 
 // cursor is the keyset position after the last session (or run) of a
 // page.
