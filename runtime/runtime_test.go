@@ -361,3 +361,36 @@ func TestQueuedMessagesAreMarked(t *testing.T) {
 		t.Fatalf("dropped %v, want [%d %d]", dropped, second, third)
 	}
 }
+
+// A turn that cannot start (here: a bad option) loses nothing: its message
+// stays in the conversation and the next turn's model sees both messages,
+// merged into one user message.
+func TestFailedTurnKeepsTheMessage(t *testing.T) {
+	t.Parallel()
+	p := llmtest.NewScripted("scripted", llmtest.Text("ok"))
+	rt, db := setup(t, filepath.Join(t.TempDir(), "w.db"), p, "", nil)
+	defer db.Close()
+	defer rt.Shutdown(context.Background())
+	ctx := context.Background()
+	s, _ := rt.CreateSession(ctx, "")
+	seq, err := rt.Send(ctx, s.ID, "first thought", runtime.TurnOptions{Thinking: "enormous"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(types(readTurn(t, rt, s.ID, seq-1, nil)), " "); got != "user_message message_consumed error done" {
+		t.Fatalf("events: %s", got)
+	}
+	msgs, err := rt.Messages(ctx, s.ID)
+	if err != nil || len(msgs) != 1 || msgs[0].Text() != "first thought" {
+		t.Fatalf("history after the failed turn = %+v, %v", msgs, err)
+	}
+	seq, err = rt.Send(ctx, s.ID, "second thought", runtime.TurnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readTurn(t, rt, s.ID, seq-1, nil)
+	req := p.Requests()[0]
+	if len(req.Messages) != 1 || !strings.Contains(req.Messages[0].Text(), "first thought") || !strings.Contains(req.Messages[0].Text(), "second thought") {
+		t.Fatalf("the model saw %+v", req.Messages)
+	}
+}

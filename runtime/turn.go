@@ -47,6 +47,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	}
 	fail := func(err error) {
 		rt.log.Error("turn failed to start", "session", l.id, "error", err)
+		rt.keepMessage(bg, l, q.text)
 		_, _ = rt.append(bg, l.id, string(agent.EventError), agent.ErrorData{Error: err.Error()})
 		_, _ = rt.append(bg, l.id, string(agent.EventDone), agent.DoneData{StopReason: agent.StopError})
 	}
@@ -134,4 +135,31 @@ func (rt *Runtime) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
 	})
+}
+
+// keepMessage adds the text of a turn that could not start to the
+// conversation, so that nothing the user sent is lost: the next turn sees
+// it (merged with the next message, as consecutive user messages must be).
+func (rt *Runtime) keepMessage(ctx context.Context, l *live, text string) {
+	h := l.history
+	if !l.loaded {
+		var err error
+		if h, err = rt.cfg.Store.LoadMessages(ctx, l.id); err != nil {
+			rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
+			return
+		}
+		l.loaded = true
+	}
+	msg := llm.UserText(text)
+	if n := len(h); n > 0 && h[n-1].Role == llm.RoleUser {
+		last := h[n-1]
+		last.Content = append(append([]llm.Block(nil), last.Content...), msg.Content...)
+		h = append(h[:n-1:n-1], last)
+	} else {
+		h = append(h[:len(h):len(h)], msg)
+	}
+	l.history = h
+	if err := rt.cfg.Store.ReplaceMessages(ctx, l.id, rt.redactMessages(h)); err != nil {
+		rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
+	}
 }
