@@ -23,6 +23,11 @@ func TestServerPermissions(t *testing.T) {
 		t.Fatalf("message %q", msg)
 	}
 	decodeErr(t, a.do("PUT", "/v1/settings/permissions", `{"allow":"write_note"}`), 400, errInvalidRequest)
+	resp := a.do("PATCH", "/v1/settings/permissions", `{}`)
+	if allow := resp.Header.Get("Allow"); allow != "GET, PUT, OPTIONS" {
+		t.Fatalf("Allow = %q", allow)
+	}
+	decodeErr(t, resp, 405, errInvalidRequest)
 
 	// A server-wide deny: the model's call is refused without asking.
 	a.doJSON("PUT", "/v1/settings/permissions", map[string]any{"deny": []string{"write_note"}, "allow": []string{"write_note"}}, 200)
