@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -335,6 +336,7 @@ func NewRuns(ctx context.Context, cfg RunsConfig) (*Runs, error) {
 	if len(ids) > 0 {
 		log.Info("runs interrupted by a restart", "runs", len(ids))
 	}
+	removeStaleSharedDirs(cfg.SharedDirRoot, log)
 	if cfg.Workflows != nil && cfg.Tools != nil {
 		wfs, err := cfg.Workflows.ListWorkflows(ctx, true)
 		if err != nil {
@@ -973,3 +975,18 @@ func (t TaskRunner) WaitRun(ctx context.Context, runID string) (status string, r
 
 // CancelRun cancels the run (see Runs.CancelRun).
 func (t TaskRunner) CancelRun(runID string) bool { return t.m.CancelRun(runID) }
+
+// removeStaleSharedDirs removes the shared directories of runs a crash cut
+// off: no run is live yet, so every one under the root is stale. Only an
+// explicit root is swept; the system temp dir may hold another server's.
+func removeStaleSharedDirs(root string, log *slog.Logger) {
+	if root == "" {
+		return
+	}
+	stale, _ := filepath.Glob(filepath.Join(root, sharedDirPrefix+"*"))
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			log.Warn("removing a stale shared run directory failed", "dir", d, "error", err)
+		}
+	}
+}
