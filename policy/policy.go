@@ -230,6 +230,9 @@ func (p *Policy) After(ctx context.Context, c Call, v Verdict, res *tool.Result)
 	if v.Context != "" {
 		res.Content = append(res.Content, tool.Text(p.redact(v.Context)).Content...)
 	}
+	if p.Audit == nil {
+		return
+	}
 	e := p.entry(c, v.Input)
 	e.Outcome = "allowed"
 	e.Extra = map[string]string{"stage": v.Stage}
@@ -257,6 +260,17 @@ func (p *Policy) RedactResult(res *tool.Result) {
 }
 
 func (p *Policy) denied(ctx context.Context, c Call, v Verdict) {
+	if p.Audit != nil {
+		p.auditDenial(c, v)
+	}
+	if p.Hooks != nil && p.Hooks.Has(hook.PermissionDenied) {
+		in := p.hookInput(hook.PermissionDenied, c, v.Input)
+		in.Reason = v.Reason
+		p.Hooks.Run(ctx, in)
+	}
+}
+
+func (p *Policy) auditDenial(c Call, v Verdict) {
 	e := p.entry(c, v.Input)
 	e.Outcome, e.Reason = "blocked", v.Reason
 	e.Extra = map[string]string{"stage": v.Stage}
@@ -267,11 +281,6 @@ func (p *Policy) denied(ctx context.Context, c Call, v Verdict) {
 		e.Outcome = "error"
 	}
 	p.write(e)
-	if p.Hooks != nil && p.Hooks.Has(hook.PermissionDenied) {
-		in := p.hookInput(hook.PermissionDenied, c, v.Input)
-		in.Reason = v.Reason
-		p.Hooks.Run(ctx, in)
-	}
 }
 
 func (p *Policy) write(e audit.Entry) {

@@ -328,3 +328,34 @@ func TestRegistryConcurrentMutation(t *testing.T) {
 		t.Fatalf("after concurrent add/remove: %v", got)
 	}
 }
+
+// The registry remembers the last valid input of a schema (the policy
+// validates a call before Execute does); the memo must never let an
+// invalid input through.
+func TestValidateMemoNeverPassesInvalidInput(t *testing.T) {
+	t.Parallel()
+	type in struct {
+		N int `json:"n"`
+	}
+	reg, err := NewRegistry(Func("count", "counts", Meta{ReadOnly: true}, func(ctx context.Context, v in, _ *Call) (Result, error) {
+		return Text("ok"), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		input string
+		ok    bool
+	}{
+		{`{"n":1}`, true}, {`{"n":1}`, true}, {`{"n":"1"}`, false}, {`{"n":1}`, true}, {`{"n":1.5}`, false}, {`{"n":2}`, true},
+	} {
+		_, err := reg.Validate("count", json.RawMessage(tc.input))
+		if (err == nil) != tc.ok {
+			t.Fatalf("%d: Validate(%s) = %v, want ok=%v", i, tc.input, err, tc.ok)
+		}
+		res := reg.Execute(context.Background(), &Call{Name: "count", Input: json.RawMessage(tc.input)})
+		if res.IsError == tc.ok {
+			t.Fatalf("%d: Execute(%s) = %+v", i, tc.input, res)
+		}
+	}
+}
