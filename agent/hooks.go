@@ -38,7 +38,7 @@ func (r *run) userPromptHooks(msg *llm.Message) (blocked string) {
 	in := r.hookInput(hook.UserPromptSubmit)
 	in.Prompt = r.redact(msg.Text())
 	out := m.Run(r.ctx, in)
-	if out.Verdict == hook.Verdict("deny") {
+	if out.Verdict == hook.Deny {
 		return nonEmptyString(out.Reason, "the prompt was blocked by a user_prompt_submit hook")
 	}
 	if out.Stop {
@@ -61,7 +61,7 @@ func (r *run) preSamplingHooks() (blocked string) {
 	in.MessageCount = len(r.s.messages)
 	r.s.mu.Unlock()
 	out := m.Run(r.ctx, in)
-	if out.Verdict == hook.Verdict("deny") || out.Stop {
+	if out.Verdict == hook.Deny || out.Stop {
 		return nonEmptyString(out.Reason, nonEmptyString(out.StopReason, "a pre_sampling hook blocked the model call"))
 	}
 	return ""
@@ -77,7 +77,7 @@ func (r *run) postSamplingHooks(res llm.Result) {
 	in := r.hookInput(hook.PostSampling)
 	in.InputTokens, in.OutputTokens = res.Usage.InputTokens, res.Usage.OutputTokens
 	in.StopReason = string(res.Outcome.StopReason)
-	in.ResponsePreview = truncateUTF8(r.redact(res.Message.Text()), 500)
+	in.ResponsePreview = r.redact(res.Message.Text()) // the hook package caps it
 	go m.Run(context.WithoutCancel(r.ctx), in)
 }
 
@@ -92,7 +92,7 @@ func (r *run) stopHooks() (again bool) {
 	in := r.hookInput(hook.Stop)
 	in.Extra = map[string]any{"stop_hook_active": r.stopHookRuns > 0}
 	out := m.Run(r.ctx, in)
-	if out.Verdict != hook.Verdict("deny") || out.Reason == "" || out.Stop {
+	if out.Verdict != hook.Deny || out.Reason == "" || out.Stop {
 		return false
 	}
 	r.stopHookRuns++
@@ -115,7 +115,7 @@ func (r *run) runEndHooks(reason string) {
 	}
 	in := r.hookInput(ev)
 	in.StopReason = reason
-	in.ResponsePreview = truncateUTF8(r.redact(r.text), 500)
+	in.ResponsePreview = r.redact(r.text)
 	go m.Run(context.WithoutCancel(r.ctx), in)
 }
 
@@ -209,14 +209,4 @@ func nonEmptyString(s, fallback string) string {
 		return fallback
 	}
 	return s
-}
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

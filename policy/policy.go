@@ -121,12 +121,12 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 
 	// pre_tool_use hooks: may deny, force a question, pre-approve or
 	// rewrite the input (which is then validated again).
-	hookVerdict := hook.Verdict("")
+	hookVerdict := hook.NoOpinion
 	if p.Hooks != nil && p.Hooks.Has(hook.PreToolUse) {
 		out := p.Hooks.Run(ctx, p.hookInput(hook.PreToolUse, c, v.Input))
 		v.Context = out.AdditionalContext
 		v.Stop, v.StopReason = out.Stop, out.StopReason
-		if out.Verdict == hook.Verdict("deny") {
+		if out.Verdict == hook.Deny {
 			return Verdict{Reason: nonEmpty(out.Reason, "blocked by a pre_tool_use hook"), Stage: "hook", By: out.Hook, Input: v.Input, Context: v.Context}
 		}
 		if len(out.UpdatedInput) > 0 {
@@ -152,20 +152,20 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 	}
 	verdict := d.Verdict
 	switch {
-	case verdict == permission.Verdict("deny"):
+	case verdict == permission.Deny:
 		return Verdict{Reason: d.Reason, Stage: d.Stage, By: d.Rule, Input: v.Input, Context: v.Context}
-	case hookVerdict == hook.Verdict("ask"):
-		verdict = permission.Verdict("ask")
+	case hookVerdict == hook.Ask:
+		verdict = permission.Ask
 		v.Stage, v.Reason = "hook", nonEmpty(v.Reason, "a pre_tool_use hook asks for confirmation")
-	case hookVerdict == hook.Verdict("allow") && d.Stage != "floor" && d.Stage != "unresolved":
+	case hookVerdict == hook.Allow && d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved:
 		// A hook's allow settles the question like an allow rule, but never
 		// opens the dangerous-command floor or a command that could not be
 		// analysed.
-		verdict = permission.Verdict("allow")
+		verdict = permission.Allow
 		v.Stage = "hook"
 	}
 
-	if verdict == permission.Verdict("ask") {
+	if verdict == permission.Ask {
 		if human == nil {
 			return Verdict{Reason: "no one is available to approve this call (" + d.Reason + ")", Stage: "human", Input: v.Input, Context: v.Context}
 		}
@@ -174,18 +174,18 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 			in.Reason = d.Reason
 			out := p.Hooks.Run(ctx, in)
 			switch out.Verdict {
-			case hook.Verdict("deny"):
+			case hook.Deny:
 				return Verdict{Reason: nonEmpty(out.Reason, "denied by a permission_request hook"), Stage: "hook", By: out.Hook, Input: v.Input, Context: v.Context}
-			case hook.Verdict("allow"):
-				if d.Stage != "floor" && d.Stage != "unresolved" {
-					verdict = permission.Verdict("allow")
+			case hook.Allow:
+				if d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved {
+					verdict = permission.Allow
 					v.Stage, v.By = "hook", out.Hook
 				}
 			}
 		}
 	}
-	if verdict == permission.Verdict("ask") {
-		hc := Call{ToolUseID: c.ToolUseID, Tool: c.Tool, Input: v.Input, Spec: c.Spec, Turn: c.Turn, Dangerous: d.Stage == "floor"}
+	if verdict == permission.Ask {
+		hc := Call{ToolUseID: c.ToolUseID, Tool: c.Tool, Input: v.Input, Spec: c.Spec, Turn: c.Turn, Dangerous: d.Stage == permission.StageFloor}
 		allow, why := safeHuman(ctx, human, hc, d.Reason, p.log())
 		if !allow {
 			return Verdict{Reason: nonEmpty(why, "the user denied this tool call"), Stage: "human", Input: v.Input, Context: v.Context}
@@ -219,7 +219,7 @@ func (p *Policy) After(ctx context.Context, c Call, v Verdict, res *tool.Result)
 			in.ToolResponse = p.redactJSON(out)
 			in.IsError = res.IsError
 			o := p.Hooks.Run(ctx, in)
-			if o.Verdict == hook.Verdict("deny") && o.Reason != "" {
+			if o.Verdict == hook.Deny && o.Reason != "" {
 				// Claude Code's PostToolUse "block": the tool ran, and the
 				// reason is fed back to the model.
 				v.Context = joinContext(v.Context, o.Reason)

@@ -114,9 +114,9 @@ func (rt *Runtime) SetServerPermissions(ctx context.Context, p Permissions) erro
 		return &InvalidError{err}
 	}
 	if mode == "" {
-		mode = permission.Mode("default")
+		mode = permission.ModeDefault
 	}
-	if mode == permission.Mode("bypass") && !rt.cfg.AllowBypass {
+	if mode == permission.ModeBypass && !rt.cfg.AllowBypass {
 		return fmt.Errorf("%w: bypass mode must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
 	}
 	rt.polMu.Lock()
@@ -155,7 +155,7 @@ func (rt *Runtime) SetSessionPermissions(ctx context.Context, id string, p Permi
 	if err != nil {
 		return &InvalidError{err}
 	}
-	if mode == permission.Mode("bypass") && !rt.cfg.AllowBypass {
+	if mode == permission.ModeBypass && !rt.cfg.AllowBypass {
 		return fmt.Errorf("%w: bypass mode must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
 	}
 	s, err := rt.cfg.Store.GetSession(ctx, id)

@@ -152,7 +152,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = &policy.Policy{}
 	}
-	if cfg.Policy.Mode == permission.Mode("bypass") {
+	if cfg.Policy.Mode == permission.ModeBypass {
 		cfg.AllowBypass = true
 	}
 	if cfg.PermissionTimeout <= 0 {
@@ -165,7 +165,7 @@ func New(cfg Config) (*Runtime, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	base := *cfg.Policy
 	if base.Mode == "" {
-		base.Mode = permission.Mode("default")
+		base.Mode = permission.ModeDefault
 	}
 	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base}, nil

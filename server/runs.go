@@ -61,12 +61,18 @@ func (s *Server) registerRunRoutes(mux *http.ServeMux) {
 
 // needRuns answers 503 when the server has no run manager.
 func (s *Server) needRuns(f http.HandlerFunc) http.HandlerFunc {
+	return s.enabled(s.cfg.Runs != nil, "plan-and-execute runs and workflows are not enabled on this server", f)
+}
+
+// enabled answers 503 with msg for every request when on is false: routes
+// of an optional part of the server stay known (no 404) but say why they
+// cannot serve.
+func (s *Server) enabled(on bool, msg string, f http.HandlerFunc) http.HandlerFunc {
+	if on {
+		return f
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Runs == nil {
-			writeError(w, http.StatusServiceUnavailable, errInternal, "plan-and-execute runs and workflows are not enabled on this server")
-			return
-		}
-		f(w, r)
+		writeError(w, http.StatusServiceUnavailable, errInternal, msg)
 	}
 }
 

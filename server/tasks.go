@@ -25,13 +25,7 @@ func (s *Server) registerTaskRoutes(mux *http.ServeMux) {
 }
 
 func (s *Server) needBackground(f http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Background == nil {
-			writeError(w, http.StatusServiceUnavailable, errInternal, "background tasks and schedules are not enabled on this server")
-			return
-		}
-		f(w, r)
-	}
+	return s.enabled(s.cfg.Background != nil, "background tasks and schedules are not enabled on this server", f)
 }
 
 func (s *Server) handleListTasks(w http.ResponseWriter, r *http.Request) {

@@ -63,9 +63,9 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 		}
 	}
 	if m == "" {
-		m = permission.Mode("default")
+		m = permission.ModeDefault
 	}
-	b.explicitBypass = m == permission.Mode("bypass")
+	b.explicitBypass = m == permission.ModeBypass
 
 	hooks := hook.NewManager(hook.Options{Logger: log, ProjectRoot: ws})
 	if err := hooks.Register(merged.Hooks...); err != nil {
