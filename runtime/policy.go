@@ -51,9 +51,7 @@ type sessionPolicy struct {
 // plus the session's rules (a union, so a server deny still wins) and its
 // mode when it sets one.
 func (rt *Runtime) policyFor(l *live) *policy.Policy {
-	rt.polMu.RLock()
-	p := *rt.base
-	rt.polMu.RUnlock()
+	p := rt.ServerPolicy()
 	p.SessionID = l.id
 	l.mu.Lock()
 	o := l.override
@@ -65,7 +63,7 @@ func (rt *Runtime) policyFor(l *live) *policy.Policy {
 		}
 		p.ExtraDirs = append(append([]string(nil), p.ExtraDirs...), o.raw.AdditionalDirectories...)
 	}
-	return &p
+	return p
 }
 
 // loadOverride reads the session's permissions from its metadata once.
@@ -100,9 +98,8 @@ func (rt *Runtime) loadOverride(ctx context.Context, l *live) error {
 
 // ServerPermissions returns the server-wide permissions.
 func (rt *Runtime) ServerPermissions() Permissions {
-	rt.polMu.RLock()
-	defer rt.polMu.RUnlock()
-	return policy.Render(rt.base.Rules, rt.base.Mode, rt.base.ExtraDirs)
+	p := rt.ServerPolicy()
+	return policy.Render(p.Rules, p.Mode, p.ExtraDirs)
 }
 
 // SetServerPermissions replaces the server-wide permissions (rules, mode,
@@ -204,16 +201,16 @@ type PluginInfo = hook.PluginInfo
 
 // Plugins lists the plugins that contribute hooks, with their trust.
 func (rt *Runtime) Plugins() []PluginInfo {
-	if rt.base.Hooks == nil {
+	if rt.hooks == nil {
 		return nil
 	}
-	return rt.base.Hooks.Plugins()
+	return rt.hooks.Plugins()
 }
 
 // TrustPlugin lets a plugin's hooks run (from the next call on), or stops
 // them again.
 func (rt *Runtime) TrustPlugin(id string, trust bool) error {
-	m := rt.base.Hooks
+	m := rt.hooks
 	if m == nil {
 		return ErrNotFound
 	}
@@ -240,11 +237,11 @@ func (rt *Runtime) TrustPlugin(id string, trust bool) error {
 // fireHook runs observer hooks of the runtime's own events in the
 // background: they never hold up a request.
 func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Input)) {
-	m := rt.base.Hooks
+	m := rt.hooks
 	if m == nil || !m.Has(ev) {
 		return
 	}
-	in := rt.base.HookInput(ev)
+	in := rt.ServerPolicy().HookInput(ev)
 	in.SessionID = sessionID
 	if fill != nil {
 		fill(&in)
@@ -253,7 +250,7 @@ func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Inp
 }
 
 func (rt *Runtime) redact(s string) string {
-	if sec := rt.base.Secrets; sec != nil && sec.Len() > 0 {
+	if sec := rt.secrets; sec != nil && sec.Len() > 0 {
 		return sec.Redact(s)
 	}
 	return s
@@ -262,7 +259,7 @@ func (rt *Runtime) redact(s string) string {
 // redactMessages replaces secret values in the text of messages before
 // they are stored.
 func (rt *Runtime) redactMessages(msgs []llm.Message) []llm.Message {
-	sec := rt.base.Secrets
+	sec := rt.secrets
 	if sec == nil || sec.Len() == 0 {
 		return msgs
 	}

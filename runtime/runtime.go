@@ -22,6 +22,7 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
@@ -106,6 +107,10 @@ type Runtime struct {
 
 	polMu sync.RWMutex
 	base  *policy.Policy // the server-wide policy; replaced whole, never mutated
+	// The policy's hooks and secrets, which no API call replaces, for
+	// reading without polMu.
+	hooks   *hook.Manager
+	secrets *secret.Set
 }
 
 // live is a session's in-memory state: its agent session (history), the
@@ -168,7 +173,7 @@ func New(cfg Config) (*Runtime, error) {
 		base.Mode = permission.ModeDefault
 	}
 	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log}),
-		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base}, nil
+		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base, hooks: base.Hooks, secrets: base.Secrets}, nil
 }
 
 // NewSessionID is "sess_" and 12 hex digits.

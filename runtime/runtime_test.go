@@ -394,3 +394,40 @@ func TestFailedTurnKeepsTheMessage(t *testing.T) {
 		t.Fatalf("the model saw %+v", req.Messages)
 	}
 }
+
+// Server-wide permission changes race with nothing: turns, session
+// creation and readers of the posture may run while they land.
+func TestServerPermissionsChangeUnderLoad(t *testing.T) {
+	t.Parallel()
+	p := llmtest.NewScripted("scripted", llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c"))
+	rt, db := setup(t, filepath.Join(t.TempDir(), "w.db"), p, "", nil)
+	defer db.Close()
+	defer rt.Shutdown(context.Background())
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			if err := rt.SetServerPermissions(ctx, runtime.Permissions{Allow: []string{"Note"}, DefaultMode: "plan"}); err != nil {
+				t.Error(err)
+				return
+			}
+			_ = rt.ServerPermissions()
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		s, err := rt.CreateSession(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, err := rt.Send(ctx, s.ID, "hi", runtime.TurnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readTurn(t, rt, s.ID, seq-1, nil)
+	}
+	<-done
+	if got := rt.ServerPermissions(); got.DefaultMode != "plan" || len(got.Allow) != 1 {
+		t.Fatalf("permissions = %+v", got)
+	}
+}
