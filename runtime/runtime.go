@@ -123,6 +123,7 @@ type live struct {
 	mu      sync.Mutex
 	history []llm.Message
 	loaded  bool
+	stored  bool           // the store holds history as it is (see saveHistory)
 	tools   *agent.Session // nil until the first turn; keeps tool state (reads, todos)
 	writer  *eventWriter   // the running turn's, nil between turns
 	running bool

@@ -431,3 +431,85 @@ func TestServerPermissionsChangeUnderLoad(t *testing.T) {
 		t.Fatalf("permissions = %+v", got)
 	}
 }
+
+// countingStore counts the conversation writes that reach the store.
+type countingStore struct {
+	store.Store
+	mu               sync.Mutex
+	appends, replace int
+}
+
+func (c *countingStore) AppendMessages(ctx context.Context, id string, msgs ...llm.Message) error {
+	c.mu.Lock()
+	c.appends++
+	c.mu.Unlock()
+	return c.Store.AppendMessages(ctx, id, msgs...)
+}
+
+func (c *countingStore) ReplaceMessages(ctx context.Context, id string, msgs []llm.Message) error {
+	c.mu.Lock()
+	c.replace++
+	c.mu.Unlock()
+	return c.Store.ReplaceMessages(ctx, id, msgs)
+}
+
+// A turn writes only the messages it added; a turn that changes what is
+// stored (the failed turn's message merged into the next one) rewrites the
+// conversation. Either way the store ends up with what the model saw.
+func TestConversationIsSavedIncrementally(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cs := &countingStore{Store: db}
+	p := llmtest.NewScripted("scripted", llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c"))
+	rt, err := runtime.New(runtime.Config{Store: cs, Models: models{p}, DefaultModel: "scripted:m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Shutdown(ctx)
+	s, _ := rt.CreateSession(ctx, "")
+	steps := []struct {
+		prompt           string
+		opt              runtime.TurnOptions
+		appends, replace int
+		stored           []string
+	}{
+		{"one", runtime.TurnOptions{}, 1, 0, []string{"one", "a"}},
+		{"two", runtime.TurnOptions{}, 2, 0, []string{"one", "a", "two", "b"}},
+		{"three", runtime.TurnOptions{Thinking: "enormous"}, 3, 0, []string{"one", "a", "two", "b", "three"}},
+		{"four", runtime.TurnOptions{}, 3, 1, []string{"one", "a", "two", "b", "three\nfour", "c"}},
+	}
+	for _, st := range steps {
+		seq, err := rt.Send(ctx, s.ID, st.prompt, st.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readTurn(t, rt, s.ID, seq-1, nil)
+		msgs, err := db.LoadMessages(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range msgs {
+			var parts []string
+			for _, b := range m.Content {
+				parts = append(parts, b.Text)
+			}
+			got = append(got, strings.Join(parts, "\n"))
+		}
+		if strings.Join(got, "|") != strings.Join(st.stored, "|") {
+			t.Fatalf("after %q the store holds %q, want %q", st.prompt, got, st.stored)
+		}
+		cs.mu.Lock()
+		a, r := cs.appends, cs.replace
+		cs.mu.Unlock()
+		if a != st.appends || r != st.replace {
+			t.Fatalf("after %q: %d appends and %d rewrites, want %d and %d", st.prompt, a, r, st.appends, st.replace)
+		}
+	}
+}

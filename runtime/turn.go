@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
@@ -66,7 +67,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 			fail(fmt.Errorf("loading the conversation: %w", err))
 			return
 		}
-		l.history, l.loaded = h, true
+		l.history, l.loaded, l.stored = h, true, true
 	}
 	var state *tool.Session
 	if l.tools != nil {
@@ -87,8 +88,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	saved := false
 	save := func() {
 		saved = true
-		l.history = s.Messages()
-		if err := rt.cfg.Store.ReplaceMessages(bg, l.id, rt.redactMessages(l.history)); err != nil {
+		if err := rt.saveHistory(bg, l, s.Messages()); err != nil {
 			rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
 		}
 	}
@@ -148,7 +148,7 @@ func (rt *Runtime) keepMessage(ctx context.Context, l *live, text string) {
 			rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
 			return
 		}
-		l.loaded = true
+		l.loaded, l.stored = true, true
 	}
 	msg := llm.UserText(text)
 	if n := len(h); n > 0 && h[n-1].Role == llm.RoleUser {
@@ -158,8 +158,40 @@ func (rt *Runtime) keepMessage(ctx context.Context, l *live, text string) {
 	} else {
 		h = append(h[:len(h):len(h)], msg)
 	}
-	l.history = h
-	if err := rt.cfg.Store.ReplaceMessages(ctx, l.id, rt.redactMessages(h)); err != nil {
+	if err := rt.saveHistory(ctx, l, h); err != nil {
 		rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
 	}
+}
+
+// saveHistory makes h the session's conversation, in memory and in the
+// store. A turn only adds messages, so when the stored conversation is a
+// prefix of h only the new messages are written: rewriting all of it at
+// every turn made each turn of a long session dearer than the last. A
+// changed prefix (a merged user message), or a store that may disagree
+// after a failed save, gets the whole conversation rewritten.
+func (rt *Runtime) saveHistory(ctx context.Context, l *live, h []llm.Message) error {
+	old, stored := l.history, l.stored
+	l.history, l.stored = h, false
+	var err error
+	switch {
+	case stored && len(h) >= len(old) && samePrefix(old, h):
+		if len(h) > len(old) {
+			err = rt.cfg.Store.AppendMessages(ctx, l.id, rt.redactMessages(h[len(old):])...)
+		}
+	default:
+		err = rt.cfg.Store.ReplaceMessages(ctx, l.id, rt.redactMessages(h))
+	}
+	l.stored = err == nil
+	return err
+}
+
+// samePrefix says whether h begins with old. The agent copies the messages
+// it keeps, not their content, so unchanged messages compare by pointer.
+func samePrefix(old, h []llm.Message) bool {
+	for i := range old {
+		if !reflect.DeepEqual(old[i], h[i]) {
+			return false
+		}
+	}
+	return true
 }

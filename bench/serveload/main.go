@@ -98,6 +98,7 @@ type config struct {
 	idle     int
 	split    bool
 	profile  string
+	steady   time.Duration
 }
 
 func main() {
@@ -109,9 +110,10 @@ func main() {
 	split := flag.Bool("split", false, "run the SSE clients of (a) and (b) in a second process")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of (a) and (b) to this file (with -split: the server's; the clients' goes to FILE.clients)")
 	clientsOnly := flag.String("clients-only", "", "internal: run only the clients of (a) and (b) against this base URL (what -split starts)")
+	steady := flag.Duration("steady", 0, "measure (a) in a steady state: sessions start spread over one turn, run turns back to back, and only this window after the ramp is measured (0: every session runs one turn, all starting at once)")
 	flag.Parse()
 	cfg := config{sessions: ints(*sessions), deltas: *deltas, interval: *interval, readers: ints(*readers),
-		idle: *idle, split: *split, profile: *profile}
+		idle: *idle, split: *split, profile: *profile, steady: *steady}
 	var err error
 	if *clientsOnly != "" {
 		err = runClients(cfg, *clientsOnly)
@@ -241,7 +243,7 @@ func spawnClients(cfg config, base string) error {
 	}
 	args := []string{"-clients-only", base,
 		"-sessions", joinInts(cfg.sessions), "-readers", joinInts(cfg.readers),
-		"-deltas", strconv.Itoa(cfg.deltas), "-interval", cfg.interval.String()}
+		"-deltas", strconv.Itoa(cfg.deltas), "-interval", cfg.interval.String(), "-steady", cfg.steady.String()}
 	if cfg.profile != "" {
 		args = append(args, "-cpuprofile", cfg.profile+".clients")
 	}
@@ -320,25 +322,39 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 	}
 	var settled []string
 	fmt.Printf("(a) concurrent streaming sessions, %d deltas per turn, %s between deltas\n", cfg.deltas, cfg.interval)
+	if cfg.steady > 0 {
+		fmt.Printf("    steady state: turns back to back, starts spread over one turn, %s measured after the ramp (events/s: text deltas)\n", cfg.steady)
+	}
 	if serverCPU == nil {
 		fmt.Printf("%10s %14s %12s %12s %12s %14s\n", "sessions", "events/s", "p50 added", "p99 added", "p99.9 added", "cpu (cores)")
 	} else {
 		fmt.Printf("%10s %14s %12s %12s %12s %14s %14s\n", "sessions", "events/s", "p50 added", "p99 added", "p99.9 added", "server cores", "client cores")
 	}
 	for _, n := range cfg.sessions {
-		// CPU is counted from when the turns start (after the sessions
-		// are created) until the last stream ends.
-		var s0, c0, s1 time.Duration
+		var s0, s1, c0, c1 time.Duration
 		var cpuErr error
-		evs, lat, el, err := streamSessions(client, base, n, func() {
+		mark := func(server, client *time.Duration) {
 			if serverCPU != nil {
-				s0, cpuErr = serverCPU()
+				var err error
+				if *server, err = serverCPU(); err != nil {
+					cpuErr = err
+				}
 			}
-			c0 = cpuTime()
-		})
-		cores := float64(cpuTime()-c0) / float64(el)
-		if err == nil && cpuErr == nil && serverCPU != nil {
-			s1, cpuErr = serverCPU()
+			*client = cpuTime()
+		}
+		var (
+			evs int64
+			lat []time.Duration
+			el  time.Duration
+			err error
+		)
+		if cfg.steady > 0 {
+			evs, lat, el, err = steadySessions(client, base, n, cfg, func() { mark(&s0, &c0) }, func() { mark(&s1, &c1) })
+		} else {
+			// CPU is counted from when the turns start (after the
+			// sessions are created) until the last stream ends.
+			evs, lat, el, err = streamSessions(client, base, n, func() { mark(&s0, &c0) })
+			mark(&s1, &c1)
 		}
 		if err == nil {
 			err = cpuErr
@@ -346,6 +362,7 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 		if err != nil {
 			return err
 		}
+		cores := float64(c1-c0) / float64(el)
 		row := fmt.Sprintf("%10d %14.0f %12s %12s %12s", n, float64(evs)/el.Seconds(), pct(lat, 50), pct(lat, 99), pct(lat, 99.9))
 		if serverCPU == nil {
 			fmt.Printf("%s %14.2f\n", row, cores)
@@ -538,6 +555,100 @@ func streamSessions(client *http.Client, base string, n int, started func()) (in
 	default:
 	}
 	return total.Load(), all, el, nil
+}
+
+// steadySessions keeps n sessions streaming: session i starts i/n of a
+// turn after the first and runs turns back to back. Once all have started
+// (one turn's time), the window of cfg.steady opens (begin is called); the
+// deltas emitted in it are the measurement, and the events counted are the
+// text deltas received for them. Turns running when the window closes (end
+// is called) finish, and no more start.
+func steadySessions(client *http.Client, base string, n int, cfg config, begin, end func()) (int64, []time.Duration, time.Duration, error) {
+	turn := time.Duration(cfg.deltas) * cfg.interval
+	if turn <= 0 {
+		turn = time.Second
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := createSession(client, base)
+		if err != nil {
+			return 0, nil, 0, err
+		}
+		ids[i] = id
+	}
+	start := time.Now()
+	from, to := start.Add(turn), start.Add(turn+cfg.steady)
+	go func() {
+		time.Sleep(time.Until(from))
+		begin()
+		time.Sleep(time.Until(to))
+		end()
+	}()
+	var total atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i, id := range ids {
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(turn * time.Duration(i) / time.Duration(n))))
+			var lat []time.Duration
+			var k int64
+			for time.Now().Before(to) {
+				resp, err := post(client, base+"/v1/sessions/"+id+"/messages", map[string]any{"prompt": "go"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if resp.StatusCode != 200 {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					errs <- fmt.Errorf("messages: %d %s", resp.StatusCode, b)
+					return
+				}
+				_, err = readSSE(resp.Body, func(typ string, data []byte) {
+					if typ == "text_delta" {
+						k += int64(stampWindow(data, time.Now().UnixNano(), from.UnixNano(), to.UnixNano(), &lat))
+					}
+				})
+				resp.Body.Close()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			total.Add(k)
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, nil, 0, err
+	default:
+	}
+	return total.Load(), all, cfg.steady, nil
+}
+
+// stampWindow is stampLatency for the deltas emitted between from and to;
+// it returns how many there were.
+func stampWindow(data []byte, now, from, to int64, lat *[]time.Duration) int {
+	var d struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return 0
+	}
+	k := 0
+	for _, f := range strings.Fields(d.Text) {
+		if ts, err := strconv.ParseInt(strings.TrimPrefix(f, "t"), 10, 64); err == nil && ts >= from && ts < to {
+			*lat = append(*lat, time.Duration(now-ts))
+			k++
+		}
+	}
+	return k
 }
 
 func fanout(client *http.Client, base string, readers int) (float64, error) {
