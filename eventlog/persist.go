@@ -12,8 +12,9 @@ import (
 
 // The persister writes published events to the store in rounds: it waits
 // PersistDelay for events to gather, takes every session with unpersisted
-// events, and appends each one's events in one store call, up to
-// persistWorkers calls at once. While a round is being written the next one
+// events, and appends them all in one store call when the store can
+// (store.BatchEvents: one transaction), else each session's events in one
+// call, up to persistWorkers calls at once. While a round is being written the next one
 // gathers, so a busy store gets fewer, larger appends instead of a queue;
 // an idle Log has no goroutine. Callers that wait for durability (Append,
 // Flush, a full session) do not wait for a round: they append their
@@ -45,8 +46,16 @@ func (l *Log) persistLoop() {
 			l.pmu.Unlock()
 			return
 		}
+		l.writing = true
 		l.pmu.Unlock()
-		parallel(len(round), func(i int) { l.persistOne(round[i], true) })
+		if b, ok := l.events.(store.BatchEvents); ok {
+			l.persistRound(b, round)
+		} else {
+			parallel(len(round), func(i int) { l.persistOne(round[i], true) })
+		}
+		l.pmu.Lock()
+		l.writing = false
+		l.pmu.Unlock()
 		clear(round) // the next round's list must not keep sessions alive
 		t.Reset(l.opt.PersistDelay)
 	}
@@ -78,30 +87,75 @@ func parallel(n int, fn func(i int)) {
 // and when there is nothing to append). fromRound says the caller took s
 // from the dirty list.
 func (l *Log) persistOne(s *session, fromRound bool) bool {
-	s.mu.Lock()
-	if fromRound {
-		s.queued = false
-	}
-	from, to := s.durable+1, min(s.last, s.durable+persistBatch)
-	if s.inflight || s.failed != nil || from > to {
-		// An append in flight puts the session back in the list when it
-		// leaves events behind.
-		s.mu.Unlock()
+	from, to, evs, ok := s.take(fromRound)
+	if !ok {
 		return false
 	}
-	s.inflight = true
-	evs := make([]store.Event, 0, to-from+1)
-	for q := from; q <= to; q++ {
-		evs = append(evs, s.at(q))
-	}
-	s.mu.Unlock()
-
 	// Persisting outlives whoever published.
 	stored, err := l.events.AppendEvents(context.Background(), s.id, evs...)
 	if err == nil {
 		err = agree(stored, from, to)
 	}
+	l.settle(s, from, to, err)
+	return true
+}
 
+// persistRound appends the next batch of each of the round's sessions in
+// one store call.
+func (l *Log) persistRound(b store.BatchEvents, round []*session) {
+	type taken struct {
+		s        *session
+		from, to int64
+	}
+	var (
+		took    []taken
+		batches []store.EventBatch
+	)
+	for _, s := range round {
+		if from, to, evs, ok := s.take(true); ok {
+			took = append(took, taken{s, from, to})
+			batches = append(batches, store.EventBatch{SessionID: s.id, Events: evs})
+		}
+	}
+	if len(batches) == 0 {
+		return
+	}
+	stored, errs := b.AppendEventBatches(context.Background(), batches)
+	for i, t := range took {
+		err := errs[i]
+		if err == nil {
+			err = agree(stored[i], t.from, t.to)
+		}
+		l.settle(t.s, t.from, t.to, err)
+	}
+}
+
+// take marks s's next batch of unpersisted events in flight and returns
+// it; ok is false when an append of s is already in flight or there is
+// nothing to append.
+func (s *session) take(fromRound bool) (from, to int64, evs []store.Event, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fromRound {
+		s.queued = false
+	}
+	from, to = s.durable+1, min(s.last, s.durable+persistBatch)
+	if s.inflight || s.failed != nil || from > to {
+		// An append in flight puts the session back in the list when it
+		// leaves events behind.
+		return 0, 0, nil, false
+	}
+	s.inflight = true
+	evs = make([]store.Event, 0, to-from+1)
+	for q := from; q <= to; q++ {
+		evs = append(evs, s.at(q))
+	}
+	return from, to, evs, true
+}
+
+// settle records the outcome of the append of s's seqs from..to that take
+// started.
+func (l *Log) settle(s *session, from, to int64, err error) {
 	s.mu.Lock()
 	s.inflight = false
 	if err != nil {
@@ -121,7 +175,6 @@ func (l *Log) persistOne(s *session, fromRound bool) bool {
 	if again {
 		l.enqueue(s)
 	}
-	return true
 }
 
 // agree checks that the store numbered the events as the Log did; it would

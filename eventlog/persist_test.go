@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,5 +390,74 @@ func TestDurableWaitSkipsBacklog(t *testing.T) {
 	}
 	if n := m.lastSeq("b"); n != 6 {
 		t.Fatalf("store has %d events of b after Flush, want 6", n)
+	}
+}
+
+// batchStore is a memStore that also appends many sessions' events in one
+// call, as store/sqlite does in one transaction.
+type batchStore struct {
+	*memStore
+	batches atomic.Int64
+}
+
+func (b *batchStore) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+	b.batches.Add(1)
+	out := make([][]store.Event, len(batches))
+	errs := make([]error, len(batches))
+	for i, bt := range batches {
+		out[i], errs[i] = b.memStore.AppendEvents(ctx, bt.SessionID, bt.Events...)
+		b.appends.Add(-1) // counted as part of the batch
+	}
+	return out, errs
+}
+
+// TestRoundsBatchAndDurableWaitsJoin: with a store that appends batches,
+// a round writes every waiting session in one call, a durable Append
+// whose session waits in a shared round rides it instead of appending
+// alone, and a session the store refuses fails alone.
+func TestRoundsBatchAndDurableWaitsJoin(t *testing.T) {
+	t.Parallel()
+	ids := []string{"a", "b", "c", "d"}
+	// A stall of the machine between the publishes and the Append can let
+	// the round start first; the scenario is then run again.
+	for attempt := 0; ; attempt++ {
+		bs := &batchStore{memStore: newMemStore(ids...)}
+		l := New(bs, Options{PersistDelay: joinRoundMax, Logger: quiet})
+		for _, id := range append(ids, "unknown") {
+			if id == "unknown" {
+				bs.create(id) // seeded, then lost by the store
+			}
+			publishN(t, l, id, 2)
+		}
+		bs.delete("unknown")
+		l.pmu.Lock()
+		gathered := len(l.dirty) == len(ids)+1 && !l.writing
+		l.pmu.Unlock()
+		if !gathered && attempt < 5 {
+			continue
+		}
+		got, err := l.Append(testCtx(t), "a", ev("durable", 0))
+		if err != nil || got[0].Seq != 3 {
+			t.Fatalf("Append = %v, %v; want seq 3", seqs(got), err)
+		}
+		if n := bs.appends.Load(); n != 0 {
+			t.Fatalf("%d appends of a single session; want every write in a batch", n)
+		}
+		if n := bs.batches.Load(); n != 1 {
+			t.Fatalf("%d batch appends, want 1", n)
+		}
+		for _, id := range ids {
+			want := int64(2)
+			if id == "a" {
+				want = 3
+			}
+			if n := bs.lastSeq(id); n != want {
+				t.Fatalf("store has %d events of %s, want %d", n, id, want)
+			}
+		}
+		if err := l.Flush(testCtx(t), "unknown"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Flush of the session the store lost = %v, want ErrNotFound", err)
+		}
+		return
 	}
 }

@@ -100,6 +100,23 @@ type Events interface {
 	ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error)
 }
 
+// EventBatch is one session's (or run's) events, for BatchEvents.
+type EventBatch struct {
+	SessionID string
+	Events    []Event
+}
+
+// BatchEvents is implemented by event stores that store many sessions'
+// events for about the price of one append (store/sqlite: one transaction
+// instead of one per session). The event log's persister uses it when the
+// store has it.
+type BatchEvents interface {
+	// AppendEventBatches appends each batch as AppendEvents would. out[i]
+	// and errs[i] are batch i's stored events and error: one batch's
+	// failure does not fail the others.
+	AppendEventBatches(ctx context.Context, batches []EventBatch) (out [][]Event, errs []error)
+}
+
 // Store is everything the runtime persists.
 type Store interface {
 	Sessions

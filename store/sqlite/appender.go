@@ -31,6 +31,7 @@ type appendReq struct {
 	events    []store.Event
 	data      []any
 	created   []int64
+	index     int // the request's batch, in AppendEventBatches
 
 	// state lets a caller whose context ends withdraw a queued request,
 	// and otherwise makes it wait for the outcome, so that an error from
@@ -96,6 +97,32 @@ func (a *appender) submit(ctx context.Context, r *appendReq) error {
 			return ctx.Err()
 		}
 		return <-r.done
+	}
+}
+
+// runBatches commits reqs, which nobody can withdraw, in transactions of
+// up to maxGroupEvents events; each request's outcome goes to its done.
+// Appends arriving meanwhile queue for the loop, as they would behind a
+// group.
+func (a *appender) runBatches(reqs []*appendReq) {
+	a.busy.Add(1)
+	defer a.busy.Add(-1)
+	for len(reqs) > 0 {
+		select {
+		case <-a.quit:
+			for _, r := range reqs {
+				r.done <- errClosed
+			}
+			return
+		default:
+		}
+		k, n := 1, len(reqs[0].events)
+		for k < len(reqs) && n+len(reqs[k].events) <= maxGroupEvents {
+			n += len(reqs[k].events)
+			k++
+		}
+		a.run(reqs[:k])
+		reqs = reqs[k:]
 	}
 }
 

@@ -319,3 +319,67 @@ func TestSeqCacheFollowsOtherWriters(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendEventBatches: batches for many sessions are stored with each
+// session's next seqs, split into transactions of maxGroupEvents events;
+// a batch that fails (an unknown session, a poisoned event, invalid data)
+// fails alone.
+func TestAppendEventBatches(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := openTest(t, filepath.Join(t.TempDir(), "weft.db"))
+	defer db.Close()
+	if _, err := db.w.ExecContext(ctx, `CREATE TRIGGER poison BEFORE INSERT ON events
+		WHEN NEW.type = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned event'); END`); err != nil {
+		t.Fatal(err)
+	}
+	const sessions = 40
+	var batches []store.EventBatch
+	for i := range sessions {
+		id := fmt.Sprintf("s%d", i)
+		createSessions(t, db, id)
+		if _, err := db.AppendEvents(ctx, id, store.Event{Type: "first"}); err != nil {
+			t.Fatal(err)
+		}
+		// 40 x 60 events: more than two transactions' worth.
+		evs := make([]store.Event, 60)
+		for k := range evs {
+			evs[k] = store.Event{Type: "ok", Data: json.RawMessage(fmt.Sprint(k))}
+		}
+		batches = append(batches, store.EventBatch{SessionID: id, Events: evs})
+	}
+	bad := []store.EventBatch{
+		{SessionID: "nope", Events: []store.Event{{Type: "ok"}}},
+		{SessionID: "s3", Events: []store.Event{{Type: "ok"}, {Type: "poison"}}},
+		{SessionID: "s4", Events: []store.Event{{Type: "ok", Data: json.RawMessage(`{`)}}},
+	}
+	batches = append(batches[:10], append(bad, batches[10:]...)...)
+	out, errs := db.AppendEventBatches(ctx, batches)
+	for i, b := range batches {
+		switch {
+		case i == 10:
+			if !errors.Is(errs[i], store.ErrNotFound) {
+				t.Errorf("batch for an unknown session: %v, want ErrNotFound", errs[i])
+			}
+		case i == 11:
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "poisoned event") {
+				t.Errorf("poisoned batch: %v, want the trigger's error", errs[i])
+			}
+		case i == 12:
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "not valid JSON") {
+				t.Errorf("batch with invalid data: %v, want a JSON error", errs[i])
+			}
+		default:
+			if errs[i] != nil {
+				t.Fatalf("batch %d (%s): %v", i, b.SessionID, errs[i])
+			}
+			if len(out[i]) != 60 || out[i][0].Seq != 2 || out[i][59].Seq != 61 {
+				t.Fatalf("batch %d stored %d events, seqs %d..%d; want 60, 2..61", i, len(out[i]), out[i][0].Seq, out[i][len(out[i])-1].Seq)
+			}
+			stored, err := db.ReadEvents(ctx, b.SessionID, 0, 0)
+			if err != nil || len(stored) != 61 || string(stored[60].Data) != "59" {
+				t.Fatalf("%s holds %d events, %v", b.SessionID, len(stored), err)
+			}
+		}
+	}
+}

@@ -48,6 +48,51 @@ func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, lim
 
 // AppendEvents implements store.Events for l's table (see DB.AppendEvents).
 func (l *eventLog) AppendEvents(ctx context.Context, id string, events ...store.Event) ([]store.Event, error) {
+	req, err := l.request(id, events)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.db.appender.submit(ctx, req); err != nil {
+		return nil, err
+	}
+	return req.events, nil
+}
+
+// AppendEventBatches implements store.BatchEvents: the batches are
+// committed together, in transactions of up to maxGroupEvents events, and
+// a batch that fails (an unknown session) does not fail the others.
+func (db *DB) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+	return db.sessionEvents.AppendEventBatches(ctx, batches)
+}
+
+// AppendEventBatches implements store.BatchEvents for l's table.
+func (l *eventLog) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+	out := make([][]store.Event, len(batches))
+	errs := make([]error, len(batches))
+	reqs := make([]*appendReq, 0, len(batches))
+	for i, b := range batches {
+		if errs[i] = ctx.Err(); errs[i] != nil {
+			continue
+		}
+		req, err := l.request(b.SessionID, b.Events)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		req.index = i
+		reqs = append(reqs, req)
+	}
+	l.db.appender.runBatches(reqs)
+	for _, r := range reqs {
+		if errs[r.index] = <-r.done; errs[r.index] == nil {
+			out[r.index] = r.events
+		}
+	}
+	return out, errs
+}
+
+// request checks and converts events for an append to id.
+func (l *eventLog) request(id string, events []store.Event) (*appendReq, error) {
 	out := make([]store.Event, len(events))
 	data := make([]any, len(events))
 	created := make([]int64, len(events))
@@ -71,11 +116,7 @@ func (l *eventLog) AppendEvents(ctx context.Context, id string, events ...store.
 		e.Data = cloneRaw(e.Data)
 		out[i] = e
 	}
-	req := &appendReq{log: l, sessionID: id, events: out, data: data, created: created, done: make(chan error, 1)}
-	if err := l.db.appender.submit(ctx, req); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return &appendReq{log: l, sessionID: id, events: out, data: data, created: created, done: make(chan error, 1)}, nil
 }
 
 // ReadEvents implements store.Events for l's table. A limit <= 0 means no
