@@ -14,11 +14,12 @@ import (
 // PersistDelay for events to gather, takes every session with unpersisted
 // events, and appends them all in one store call when the store can
 // (store.BatchEvents: one transaction), else each session's events in one
-// call, up to persistWorkers calls at once. While a round is being written the next one
-// gathers, so a busy store gets fewer, larger appends instead of a queue;
-// an idle Log has no goroutine. Callers that wait for durability (Append,
-// Flush, a full session) do not wait for a round: they append their
-// session's events themselves (see waitDurable).
+// call, up to persistWorkers calls at once. While a round is being written
+// the next one gathers, so a busy store gets fewer, larger appends instead
+// of a queue; an idle Log has no goroutine. Callers that wait for
+// durability (Append, Flush, a full session) append their session's events
+// themselves rather than wait for a round, unless the next round is shared
+// with other sessions and has not started (see waitDurable).
 
 // enqueue puts s in the next round, starting the persister if it is not
 // running. The caller has set s.queued.
