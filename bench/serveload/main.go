@@ -12,6 +12,11 @@
 // delivered events/s; (c) memory per idle session; (d) durable event
 // appends per second.
 //
+// With -steady DURATION, (a) runs in a steady state instead of one burst:
+// each session runs turns back to back, the first turns start spread over
+// one turn's time, and only the deltas emitted in a window of DURATION
+// after that ramp are measured.
+//
 // With -split the SSE clients of (a) and (b) run in a second process (this
 // program re-executed with -clients-only), so that a CPU profile
 // (-cpuprofile) and the CPU column separate the server's work from the
