@@ -8,7 +8,12 @@
 //
 // (a) concurrent streaming sessions: delivered events/s, added latency
 // p50/p99/p99.9 and the CPU used (in cores: CPU seconds per second of
-// wall time); (b) one session fanned out to R readers of its event stream:
+// wall time). Latency is measured twice: by the client, as it parses the
+// frame, and by the server process, as the frame is flushed to the
+// connection (writes.go). The first includes the kernel's delivery and the
+// client process's own scheduling, which on a shared machine is the load
+// generator competing with the server; the second is the latency weft
+// itself adds; (b) one session fanned out to R readers of its event stream:
 // delivered events/s; (c) memory per idle session; (d) durable event
 // appends per second.
 //
@@ -176,7 +181,9 @@ func run(cfg config) error {
 	mux.HandleFunc(cpuPath, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, int64(cpuTime()))
 	})
-	mux.Handle("/", h)
+	var writes writeLog
+	mux.HandleFunc(writesPath, writes.serve)
+	mux.Handle("/", writes.wrap(h))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -330,10 +337,12 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 	if cfg.steady > 0 {
 		fmt.Printf("    steady state: turns back to back, starts spread over one turn, %s measured after the ramp (events/s: text deltas)\n", cfg.steady)
 	}
+	fmt.Println("    added latency from provider delta: at the client (as it parses the frame), and at the server (as the frame is flushed to the connection)")
+	head := fmt.Sprintf("%10s %10s %11s %11s %11s %11s %11s %11s", "sessions", "events/s", "client p50", "client p99", "client p99.9", "server p50", "server p99", "server p99.9")
 	if serverCPU == nil {
-		fmt.Printf("%10s %14s %12s %12s %12s %14s\n", "sessions", "events/s", "p50 added", "p99 added", "p99.9 added", "cpu (cores)")
+		fmt.Printf("%s %12s\n", head, "cpu (cores)")
 	} else {
-		fmt.Printf("%10s %14s %12s %12s %12s %14s %14s\n", "sessions", "events/s", "p50 added", "p99 added", "p99.9 added", "server cores", "client cores")
+		fmt.Printf("%s %12s %12s\n", head, "server cores", "client cores")
 	}
 	for _, n := range cfg.sessions {
 		var s0, s1, c0, c1 time.Duration
@@ -348,17 +357,15 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 			*client = cpuTime()
 		}
 		var (
-			evs int64
-			lat []time.Duration
-			el  time.Duration
+			m   measured
 			err error
 		)
 		if cfg.steady > 0 {
-			evs, lat, el, err = steadySessions(client, base, n, cfg, func() { mark(&s0, &c0) }, func() { mark(&s1, &c1) })
+			m, err = steadySessions(client, base, n, cfg, func() { mark(&s0, &c0) }, func() { mark(&s1, &c1) })
 		} else {
 			// CPU is counted from when the turns start (after the
 			// sessions are created) until the last stream ends.
-			evs, lat, el, err = streamSessions(client, base, n, func() { mark(&s0, &c0) })
+			m, err = streamSessions(client, base, n, func() { mark(&s0, &c0) })
 			mark(&s1, &c1)
 		}
 		if err == nil {
@@ -367,12 +374,18 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 		if err != nil {
 			return err
 		}
-		cores := float64(c1-c0) / float64(el)
-		row := fmt.Sprintf("%10d %14.0f %12s %12s %12s", n, float64(evs)/el.Seconds(), pct(lat, 50), pct(lat, 99), pct(lat, 99.9))
+		_, w50, w99, w999, err := serverWrites(client, base, m.from, m.to)
+		if err != nil {
+			return err
+		}
+		round := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+		cores := float64(c1-c0) / float64(m.elapsed)
+		row := fmt.Sprintf("%10d %10.0f %11s %11s %11s %11s %11s %11s", n, float64(m.events)/m.elapsed.Seconds(),
+			pct(m.lat, 50), pct(m.lat, 99), pct(m.lat, 99.9), round(w50), round(w99), round(w999))
 		if serverCPU == nil {
-			fmt.Printf("%s %14.2f\n", row, cores)
+			fmt.Printf("%s %12.2f\n", row, cores)
 		} else {
-			fmt.Printf("%s %14.2f %14.2f\n", row, float64(s1-s0)/float64(el), cores)
+			fmt.Printf("%s %12.2f %12.2f\n", row, float64(s1-s0)/float64(m.elapsed), cores)
 		}
 		wait, err := settle(busy)
 		if err != nil {
@@ -492,27 +505,36 @@ func readSSE(r io.Reader, fn func(typ string, data []byte)) (int, error) {
 // payload (a loaded server may carry several deltas in one frame), how long
 // ago it was emitted.
 func stampLatency(data []byte, now int64, lat *[]time.Duration) {
+	for _, ts := range stamps(data) {
+		*lat = append(*lat, time.Duration(now-ts))
+	}
+}
+
+// stamps returns the provider timestamps in a text_delta payload.
+func stamps(data []byte) []int64 {
 	var d struct {
 		Text string `json:"text"`
 	}
 	if json.Unmarshal(data, &d) != nil {
-		return
+		return nil
 	}
+	var out []int64
 	for _, f := range strings.Fields(d.Text) {
 		if ts, err := strconv.ParseInt(strings.TrimPrefix(f, "t"), 10, 64); err == nil {
-			*lat = append(*lat, time.Duration(now-ts))
+			out = append(out, ts)
 		}
 	}
+	return out
 }
 
 // streamSessions runs one turn on each of n new sessions at once, calling
 // started just before the turns start.
-func streamSessions(client *http.Client, base string, n int, started func()) (int64, []time.Duration, time.Duration, error) {
+func streamSessions(client *http.Client, base string, n int, started func()) (measured, error) {
 	ids := make([]string, n)
 	for i := range ids {
 		id, err := createSession(client, base)
 		if err != nil {
-			return 0, nil, 0, err
+			return measured{}, err
 		}
 		ids[i] = id
 	}
@@ -556,10 +578,10 @@ func streamSessions(client *http.Client, base string, n int, started func()) (in
 	el := time.Since(start)
 	select {
 	case err := <-errs:
-		return 0, nil, 0, err
+		return measured{}, err
 	default:
 	}
-	return total.Load(), all, el, nil
+	return measured{total.Load(), all, el, start, time.Now()}, nil
 }
 
 // steadySessions keeps n sessions streaming: session i starts i/n of a
@@ -568,7 +590,7 @@ func streamSessions(client *http.Client, base string, n int, started func()) (in
 // deltas emitted in it are the measurement, and the events counted are the
 // text deltas received for them. Turns running when the window closes (end
 // is called) finish, and no more start.
-func steadySessions(client *http.Client, base string, n int, cfg config, begin, end func()) (int64, []time.Duration, time.Duration, error) {
+func steadySessions(client *http.Client, base string, n int, cfg config, begin, end func()) (measured, error) {
 	turn := time.Duration(cfg.deltas) * cfg.interval
 	if turn <= 0 {
 		turn = time.Second
@@ -577,7 +599,7 @@ func steadySessions(client *http.Client, base string, n int, cfg config, begin, 
 	for i := range ids {
 		id, err := createSession(client, base)
 		if err != nil {
-			return 0, nil, 0, err
+			return measured{}, err
 		}
 		ids[i] = id
 	}
@@ -631,24 +653,28 @@ func steadySessions(client *http.Client, base string, n int, cfg config, begin, 
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return 0, nil, 0, err
+		return measured{}, err
 	default:
 	}
-	return total.Load(), all, cfg.steady, nil
+	return measured{total.Load(), all, cfg.steady, from, to}, nil
+}
+
+// measured is one row of (a): the text deltas delivered, their added
+// latencies as the clients saw them, the time they took, and the window
+// in which the counted deltas were emitted.
+type measured struct {
+	events   int64
+	lat      []time.Duration
+	elapsed  time.Duration
+	from, to time.Time
 }
 
 // stampWindow is stampLatency for the deltas emitted between from and to;
 // it returns how many there were.
 func stampWindow(data []byte, now, from, to int64, lat *[]time.Duration) int {
-	var d struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(data, &d) != nil {
-		return 0
-	}
 	k := 0
-	for _, f := range strings.Fields(d.Text) {
-		if ts, err := strconv.ParseInt(strings.TrimPrefix(f, "t"), 10, 64); err == nil && ts >= from && ts < to {
+	for _, ts := range stamps(data) {
+		if ts >= from && ts < to {
 			*lat = append(*lat, time.Duration(now-ts))
 			k++
 		}
@@ -731,9 +757,5 @@ func pct(d []time.Duration, p float64) string {
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	i := int(float64(len(s)) * p / 100)
-	if i >= len(s) {
-		i = len(s) - 1
-	}
-	return s[i].Round(10 * time.Microsecond).String()
+	return s[min(int(float64(len(s))*p/100), len(s)-1)].Round(10 * time.Microsecond).String()
 }
