@@ -383,3 +383,42 @@ func TestAppendEventBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteCacheGrowsForManySessions: a batch spanning many sessions (a
+// persist round under load) grows the write connection's cache; smaller
+// ones leave SQLite's default, so that idle sessions cost no cache.
+func TestWriteCacheGrowsForManySessions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := openTest(t, filepath.Join(t.TempDir(), "weft.db"))
+	defer db.Close()
+	cache := func() int {
+		var v int
+		if err := db.w.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	batch := func(n int) []store.EventBatch {
+		b := make([]store.EventBatch, n)
+		for i := range b {
+			b[i] = store.EventBatch{SessionID: fmt.Sprintf("s%d", i), Events: []store.Event{{Type: "ok"}}}
+		}
+		return b
+	}
+	for i := range bigCacheSessions {
+		createSessions(t, db, fmt.Sprintf("s%d", i))
+	}
+	for _, c := range []struct {
+		sessions int
+		want     int
+	}{{bigCacheSessions - 1, -2000}, {bigCacheSessions, -bigCacheKiB}, {1, -bigCacheKiB}} {
+		_, errs := db.AppendEventBatches(ctx, batch(c.sessions))
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if got := cache(); got != c.want {
+			t.Errorf("after a batch of %d sessions: cache_size %d, want %d", c.sessions, got, c.want)
+		}
+	}
+}
