@@ -322,7 +322,7 @@ func NewRuns(ctx context.Context, cfg RunsConfig) (*Runs, error) {
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	m := &Runs{cfg: cfg, log: log, now: now, live: map[string]*liveRun{}, shutdown: sctx, stop: stop,
-		elog: eventlog.New(runEventStore{cfg.Runs}, eventlog.Options{Logger: log})}
+		elog: eventlog.New(newRunEventStore(cfg.Runs), eventlog.Options{Logger: log})}
 	ids, err := cfg.Runs.InterruptRuns(ctx)
 	if err != nil {
 		stop()
@@ -376,6 +376,22 @@ func (m *Runs) Shutdown(ctx context.Context) error {
 // runEventStore gives the event log the runs' events, with a run's last
 // seq where it expects a session's.
 type runEventStore struct{ runs store.Runs }
+
+// batchRunEventStore is a runEventStore whose store appends many runs'
+// events at once (store.BatchEvents), so that the event log's persist
+// rounds of runs, like those of sessions, are one store call.
+type batchRunEventStore struct {
+	runEventStore
+	store.BatchEvents
+}
+
+func newRunEventStore(runs store.Runs) eventlog.Store {
+	s := runEventStore{runs}
+	if b, ok := runs.RunEvents().(store.BatchEvents); ok {
+		return batchRunEventStore{s, b}
+	}
+	return s
+}
 
 func (s runEventStore) AppendEvents(ctx context.Context, id string, evs ...store.Event) ([]store.Event, error) {
 	return s.runs.RunEvents().AppendEvents(ctx, id, evs...)
