@@ -374,7 +374,7 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 		if err != nil {
 			return err
 		}
-		_, w50, w99, w999, err := serverWrites(client, base, m.from, m.to)
+		w50, w99, w999, err := serverWrites(client, base, m.from, m.to)
 		if err != nil {
 			return err
 		}
@@ -757,5 +757,5 @@ func pct(d []time.Duration, p float64) string {
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	return s[min(int(float64(len(s))*p/100), len(s)-1)].Round(10 * time.Microsecond).String()
+	return at(s, p).Round(10 * time.Microsecond).String()
 }

@@ -44,8 +44,8 @@ func (l *writeLog) add(emitted []int64, at int64) {
 	}
 }
 
-// serve answers GET writesPath?from=NS&to=NS with "count p50 p99 p99.9",
-// the percentiles in nanoseconds.
+// serve answers GET writesPath?from=NS&to=NS with "p50 p99 p99.9" in
+// nanoseconds (0 when no delta was emitted in the window).
 func (l *writeLog) serve(w http.ResponseWriter, r *http.Request) {
 	from, err1 := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
 	to, err2 := strconv.ParseInt(r.URL.Query().Get("to"), 10, 64)
@@ -62,25 +62,25 @@ func (l *writeLog) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	l.mu.Unlock()
 	slices.Sort(lat)
-	fmt.Fprintf(w, "%d %d %d %d", len(lat), int64(at(lat, 50)), int64(at(lat, 99)), int64(at(lat, 99.9)))
+	fmt.Fprintf(w, "%d %d %d", int64(at(lat, 50)), int64(at(lat, 99)), int64(at(lat, 99.9)))
 }
 
 // serverWrites asks the server for what serve reports.
-func serverWrites(client *http.Client, base string, from, to time.Time) (n int, p50, p99, p999 time.Duration, err error) {
+func serverWrites(client *http.Client, base string, from, to time.Time) (p50, p99, p999 time.Duration, err error) {
 	resp, err := client.Get(fmt.Sprintf("%s%s?from=%d&to=%d", base, writesPath, from.UnixNano(), to.UnixNano()))
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, err
 	}
-	var a, b50, b99, b999 int64
-	if _, err := fmt.Sscan(string(b), &a, &b50, &b99, &b999); err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("%s: %q: %w", writesPath, b, err)
+	var n50, n99, n999 int64
+	if _, err := fmt.Sscan(string(b), &n50, &n99, &n999); err != nil {
+		return 0, 0, 0, fmt.Errorf("%s: %q: %w", writesPath, b, err)
 	}
-	return int(a), time.Duration(b50), time.Duration(b99), time.Duration(b999), nil
+	return time.Duration(n50), time.Duration(n99), time.Duration(n999), nil
 }
 
 // at is the p-th percentile of sorted d (0 when d is empty).
