@@ -248,6 +248,9 @@ func (l *eventLog) insert(ctx context.Context, tx *sql.Tx, r *appendReq) error {
 	}
 	pos.last += int64(len(r.events))
 	l.db.seqs.put(l, r.sessionID, pos)
+	if l.updateTurns != nil {
+		return l.framing(ctx, tx, pos.pk, r)
+	}
 	return nil
 }
 

@@ -289,7 +289,7 @@ func TestSeqCacheFollowsOtherWriters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "weft.db")
-			a, b := openTest(t, path), openTest(t, path)
+			a, b := openTest(t, path), openForeign(t, path)
 			defer a.Close()
 			defer b.Close()
 			createSessions(t, a, "s")

@@ -18,6 +18,8 @@ type eventLog struct {
 	lastSeq     *sql.Stmt
 	insertEvent *sql.Stmt
 	readEvents  *sql.Stmt
+	// updateTurns keeps the turn framing (turns.go); nil for runs.
+	updateTurns *sql.Stmt
 }
 
 func (l *eventLog) notFound(id string) error {

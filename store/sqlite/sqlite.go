@@ -90,6 +90,8 @@ type DB struct {
 
 	bigCache atomic.Bool // the write cache has grown (fitCache)
 
+	lock *lockFile // nil for ":memory:"
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -113,8 +115,16 @@ const (
 //
 // A database written by a newer weft (a schema version this binary does
 // not know) is refused with an error wrapping ErrSchemaTooNew rather than
-// risk misreading it.
+// risk misreading it. A database file another DB has open, in this
+// process or another, is refused with an error wrapping ErrLocked (one
+// writer per database, see lockFile); Close releases it.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	return open(ctx, path, opt, true)
+}
+
+// open is Open; lock false skips the one-writer lock, for tests whose
+// second handle stands for a foreign writer (the sqlite3 shell).
+func open(ctx context.Context, path string, opt Options, lock bool) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path (use \":memory:\" for a temporary database)")
 	}
@@ -128,7 +138,10 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	memory := path == ":memory:"
 
-	var base string
+	var (
+		base string
+		held *lockFile
+	)
 	if memory {
 		base = ":memory:"
 	} else {
@@ -141,6 +154,11 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		}
 		path = abs
 		base = fileURI(abs)
+		if lock {
+			if held, err = acquireLock(abs); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	q := url.Values{}
@@ -159,6 +177,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	w, err := sql.Open("sqlite", base+"?"+q.Encode())
 	if err != nil {
+		_ = held.release()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	// One connection makes database/sql the write queue. For ":memory:" it
@@ -168,7 +187,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	db := &DB{path: path, w: w, r: w}
+	db := &DB{path: path, w: w, r: w, lock: held}
 	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, err
@@ -209,7 +228,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
-	db.sessionEvents = eventLog{db: db, kind: "session", lastSeq: db.st.lastSeq, insertEvent: db.st.insertEvent, readEvents: db.st.readEvents}
+	db.sessionEvents = eventLog{db: db, kind: "session", lastSeq: db.st.lastSeq, insertEvent: db.st.insertEvent, readEvents: db.st.readEvents, updateTurns: db.st.updateTurns}
 	db.runEvents = eventLog{db: db, kind: "run", lastSeq: db.st.runLastSeq, insertEvent: db.st.insertRunEvent, readEvents: db.st.readRunEvents}
 	db.appender = startAppender(db)
 	return db, nil
@@ -229,6 +248,8 @@ func (db *DB) Close() error {
 			errs = append(errs, db.r.Close())
 		}
 		errs = append(errs, db.w.Close())
+		// Last: the next writer may open the file as soon as this returns.
+		errs = append(errs, db.lock.release())
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr
