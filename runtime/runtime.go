@@ -163,9 +163,9 @@ type live struct {
 	// saving and flushing); idle is closed when running goes false.
 	turnDone bool
 	idle     chan struct{}
-	queue   []queued
-	cancel  context.CancelFunc
-	perms   map[string]*permRequest
+	queue    []queued
+	cancel   context.CancelFunc
+	perms    map[string]*permRequest
 	// override is the session's own permissions on top of the server's
 	// (nil until loaded from the session's metadata).
 	override *sessionPolicy
