@@ -22,7 +22,8 @@ func newChatCmd(env environ) *cobra.Command {
 		Short: "Chat with an agent on one session, line by line",
 		Long: `chat is a line-based REPL on one session: each line you type is a message,
 and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
-/clear (forget the conversation), /cost (usage and cost so far), /help.
+/clear (forget the conversation), /rewind [N] (forget the last N turns,
+default 1), /cost (usage and cost so far), /help.
 Ctrl-C stops the current run and keeps the session.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lines := newLineReader(env.stdin)
@@ -48,6 +49,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
 	tr := &textRenderer{out: env.stdout, errw: env.stderr, showThinking: showThinking}
+	var turns chatTurns
 	for {
 		fmt.Fprint(env.stderr, "> ")
 		line, err := lines.ReadLine()
@@ -59,6 +61,10 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			return err
 		}
 		line = strings.TrimSpace(line)
+		if cmd, arg, _ := strings.Cut(line, " "); cmd == "/rewind" {
+			s = turns.rewind(a, s, arg, env.stderr)
+			continue
+		}
 		switch line {
 		case "":
 			continue
@@ -66,15 +72,16 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			return nil
 		case "/clear":
 			s.Clear()
+			turns.starts = nil
 			fmt.Fprintln(env.stderr, "conversation cleared")
 			continue
 		case "/cost":
-			t := s.Totals()
+			t := turns.totals(s)
 			fmt.Fprintf(env.stdout, "%d turns, %d in / %d out tokens (%d cache read, %d cache write), $%.4f\n",
 				t.Turns, t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.CostUSD)
 			continue
 		case "/help":
-			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /cost usage and cost so far")
+			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /cost usage and cost so far")
 			continue
 		}
 		if strings.HasPrefix(line, "/") {
@@ -83,9 +90,11 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 		}
 		// Ctrl-C stops this run only; the REPL goes on.
 		runCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT)
+		turns.begin(s)
 		for ev := range s.Run(runCtx, line) {
 			tr.render(ev)
 		}
+		s = turns.end(a, s, runCtx.Err() != nil)
 		stop()
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -422,3 +422,40 @@ func TestWriteCacheGrowsForManySessions(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheGrowsWithSessionsPerSecond: appends to many sessions one by one
+// (small transactions, as the event log's rounds are under a steady load)
+// grow the write cache once bigCacheSessions sessions were appended to in
+// one second; the same appends spread over seconds do not.
+func TestCacheGrowsWithSessionsPerSecond(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, spread := range []bool{true, false} {
+		db := openTest(t, filepath.Join(t.TempDir(), "weft.db"))
+		defer db.Close()
+		var mu sync.Mutex
+		now := time.Unix(1_000_000, 0)
+		db.seqs.mu.Lock()
+		db.seqs.clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		db.seqs.mu.Unlock()
+		for i := range bigCacheSessions {
+			id := fmt.Sprintf("s%d", i)
+			createSessions(t, db, id)
+			if _, err := db.AppendEvents(ctx, id, store.Event{Type: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+			if spread && i%(bigCacheSessions/4) == 0 {
+				mu.Lock()
+				now = now.Add(time.Second)
+				mu.Unlock()
+			}
+		}
+		var v int
+		if err := db.w.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: -2000, false: -bigCacheKiB}[spread]; v != want {
+			t.Errorf("spread over seconds %v: cache_size %d, want %d", spread, v, want)
+		}
+	}
+}

@@ -84,7 +84,6 @@ func (l *eventLog) AppendEventBatches(ctx context.Context, batches []store.Event
 		req.index = i
 		reqs = append(reqs, req)
 	}
-	l.db.fitCache(ctx, len(reqs))
 	l.db.appender.runBatches(reqs)
 	for _, r := range reqs {
 		if errs[r.index] = <-r.done; errs[r.index] == nil {

@@ -102,9 +102,9 @@ var _ store.Store = (*DB)(nil)
 const (
 	walCheckpointPages = 10_000
 	walSizeLimit       = 64 << 20
-	// bigCacheSessions is the number of sessions in one batch of appends
-	// (one persist round of the event log) from which the write cache
-	// grows from SQLite's default 2 MiB to bigCacheKiB.
+	// bigCacheSessions is the number of sessions (and runs) appended to
+	// within one second from which the write cache grows from SQLite's
+	// default 2 MiB to bigCacheKiB.
 	bigCacheSessions = 256
 	bigCacheKiB      = 8 << 10
 )
@@ -279,15 +279,19 @@ func fileURI(abs string) string {
 	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
-// fitCache grows the write connection's page cache once a batch of appends
-// spans bigCacheSessions sessions. The working set of such a load is the
-// last leaf page of every session streaming events plus the pages above
-// them, more than SQLite's default 2 MiB holds at about 1,000 sessions,
-// so each persist round re-read most of them from the OS
-// (bench/serveload: about a tenth less server CPU at 1,000 sessions x 10
-// deltas/s with 8 MiB). A server that never sees such a load keeps the
-// default, so idle sessions do not pay for it. A failure leaves the
-// default in place, to be tried again with the next large batch.
+// fitCache grows the write connection's page cache once bigCacheSessions
+// sessions have been appended to within one second (sessions is that
+// count). The working set of such a load is the last leaf page of every
+// session streaming events plus the pages above them, more than SQLite's
+// default 2 MiB holds at about 1,000 sessions, so each commit re-read most
+// of them from the OS (bench/serveload: about a tenth less server CPU at
+// 1,000 sessions x 10 deltas/s with 8 MiB). It counts sessions per second
+// rather than per transaction because the event log commits as often as
+// it can (natural group commit): under a steady load a transaction holds
+// a few dozen sessions, while the working set is every session streaming.
+// A server that never sees such a load keeps the default, so idle
+// sessions do not pay for it. A failure leaves the default in place, to be
+// tried again later.
 func (db *DB) fitCache(ctx context.Context, sessions int) {
 	if sessions < bigCacheSessions || db.bigCache.Load() {
 		return
