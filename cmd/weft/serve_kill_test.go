@@ -240,3 +240,21 @@ func replay(t *testing.T, url, until string) []frame {
 	}
 	return fs
 }
+
+// TestServeOneWriterPerDatabase: a second weft serve on the database a
+// running one uses refuses to start, saying why and naming the first one's
+// pid, instead of both writing the same seqs. Before issue 12 it started.
+func TestServeOneWriterPerDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "weft.db")
+	p := startServe(t, nil, "--db", db, "--workspace", dir)
+	r := runBinary(t, nil, "", "serve", "--addr", "127.0.0.1:0", "--db", db, "--workspace", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "already open") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", p.cmd.Process.Pid)) {
+		t.Fatalf("second weft serve on one database: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	p.stop()
+	// Once the first has stopped, the file is free.
+	p = startServe(t, nil, "--db", db, "--workspace", dir)
+	p.stop()
+}
