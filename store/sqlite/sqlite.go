@@ -92,6 +92,8 @@ type DB struct {
 
 	lock *lockFile // nil for ":memory:"
 
+	ckpt *checkpointer // nil for ":memory:"
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -100,8 +102,10 @@ var _ store.Store = (*DB)(nil)
 
 // Tuning of the write connection (see Open and fitCache).
 const (
-	walCheckpointPages = 10_000
-	walSizeLimit       = 64 << 20
+	// checkpointEvery is how often the checkpointer copies the WAL back
+	// into the database (checkpoint.go).
+	checkpointEvery = time.Second
+	walSizeLimit    = 64 << 20
 	// bigCacheSessions is the number of sessions (and runs) appended to
 	// within one second from which the write cache grows from SQLite's
 	// default 2 MiB to bigCacheKiB.
@@ -167,13 +171,15 @@ func open(ctx context.Context, path string, opt Options, lock bool) (*DB, error)
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", sync)
 	q.Set("_txlock", "immediate")
-	// Under load the same pages (the last leaf of each session streaming
-	// events, which are clustered by session) are rewritten round after
-	// round, so a checkpoint every 10,000 WAL pages instead of 1,000
-	// copies each to the database once per ten rounds rather than once per
-	// round; the WAL file is cut back to 64 MiB after a checkpoint. The
-	// write connection's cache grows for such loads too (fitCache).
-	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointPages))
+	// No checkpoint on the commit path: a checkpoint copying thousands of
+	// pages stalled the commit that triggered it by 50-200 ms, and with
+	// events visible only once committed, every stream with it. The
+	// checkpointer (checkpoint.go) does it on a connection of its own
+	// instead. The WAL file is cut back to 64 MiB when it restarts. The
+	// write connection's cache grows under load too (fitCache).
+	if !memory {
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+	}
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	w, err := sql.Open("sqlite", base+"?"+q.Encode())
 	if err != nil {
@@ -231,6 +237,11 @@ func open(ctx context.Context, path string, opt Options, lock bool) (*DB, error)
 	db.sessionEvents = eventLog{db: db, kind: "session", lastSeq: db.st.lastSeq, insertEvent: db.st.insertEvent, readEvents: db.st.readEvents, updateTurns: db.st.updateTurns}
 	db.runEvents = eventLog{db: db, kind: "run", lastSeq: db.st.runLastSeq, insertEvent: db.st.insertRunEvent, readEvents: db.st.readRunEvents}
 	db.appender = startAppender(db)
+	if !memory {
+		if err := db.startCheckpointer(base, busy, checkpointEvery); err != nil {
+			return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+		}
+	}
 	return db, nil
 }
 
@@ -240,6 +251,9 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		if db.appender != nil {
 			db.appender.stop()
+		}
+		if db.ckpt != nil {
+			db.ckpt.stop()
 		}
 		errs := []error{db.st.close()}
 		// Readers first, so that the writer is the last connection and

@@ -261,7 +261,7 @@ func TestOpenOptions(t *testing.T) {
 		pragma string
 		want   int
 	}{{"busy_timeout", 1500}, {"synchronous", 2},
-		{"cache_size", -2000}, {"wal_autocheckpoint", walCheckpointPages}, {"journal_size_limit", walSizeLimit}} {
+		{"cache_size", -2000}, {"wal_autocheckpoint", 0}, {"journal_size_limit", walSizeLimit}} {
 		var v int
 		if err := db.w.QueryRowContext(t.Context(), "PRAGMA "+c.pragma).Scan(&v); err != nil || v != c.want {
 			t.Errorf("PRAGMA %s = %d, %v; want %d", c.pragma, v, err, c.want)
