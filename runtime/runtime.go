@@ -335,12 +335,18 @@ func (rt *Runtime) Messages(ctx context.Context, sessionID string) ([]llm.Messag
 // message_dropped event instead. A client streams its turn by reading
 // after seq-1, skipping to its message_consumed.
 func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOptions) (int64, error) {
-	if _, err := rt.cfg.Store.GetSession(ctx, sessionID); err != nil {
-		return 0, err
-	}
-	l, err := rt.session(sessionID)
-	if err != nil {
-		return 0, err
+	// A session in memory exists: only DeleteSession removes one, and it
+	// forgets the state first (and this runtime is the database's only
+	// writer). Otherwise the store says.
+	l := rt.known(sessionID)
+	if l == nil {
+		if _, err := rt.cfg.Store.GetSession(ctx, sessionID); err != nil {
+			return 0, err
+		}
+		var err error
+		if l, err = rt.session(sessionID); err != nil {
+			return 0, err
+		}
 	}
 	defer rt.release(l)
 	l.sendMu.Lock()
@@ -486,6 +492,19 @@ func (rt *Runtime) session(id string) (*live, error) {
 	l.pins++
 	l.lastUsed = now
 	return l, nil
+}
+
+// known is session for a session already in memory, nil otherwise.
+func (rt *Runtime) known(id string) *live {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	l := rt.live[id]
+	if l == nil || rt.closed {
+		return nil
+	}
+	l.pins++
+	l.lastUsed = rt.now()
+	return l
 }
 
 // release unpins what session returned.
