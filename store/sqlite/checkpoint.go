@@ -75,45 +75,47 @@ func (c *checkpointer) loop() {
 // the WAL length (in frames, about 32 MiB of pages) past which a tick ends
 // with a RESTART checkpoint.
 const (
-	maxPasses     = 16
+	maxPasses     = 32
 	restartFrames = 8192
 )
 
-// catchUp checkpoints until a pass finds nothing new in the WAL. A pass
-// copies the frames that were in the WAL when it started; the writer
-// restarts the WAL from its beginning only when it begins a transaction
-// with every frame copied, so under a steady load one pass per tick is
-// never enough (the WAL grew without bound in a test). Each further pass
-// copies only what was committed during the previous one, and is shorter.
-// A writer that never pauses (rounds back to back under a heavy load) can
-// still outrun them: then, once the WAL is past restartFrames, a RESTART
-// checkpoint holds the writer off while it copies the little the passes
-// left and makes the next transaction start the WAL over: a stall of a
-// few milliseconds at most once per tick, where SQLite's own checkpoint
-// in the commit path stalled for 50-200 ms.
+// catchUp checkpoints while passes make progress. A pass copies the frames
+// that were in the WAL when it started, up to the oldest snapshot a reader
+// still uses; frames committed or pinned meanwhile are left for the next
+// pass, each shorter than the last. The writer starts the WAL over only
+// when it begins a transaction with every frame copied and no reader on
+// the WAL, which under a steady load of writers and readers seldom
+// happens by itself (the WAL grew to a GiB in a test). So once the WAL is
+// past restartFrames, a RESTART checkpoint waits for the readers of the
+// moment, holds the writer off while it copies the little the passes left
+// and makes the next transaction start the WAL over: a stall of a few
+// milliseconds at most once per tick, where SQLite's own checkpoint in the
+// commit path stalled it for 50-200 ms.
 func (c *checkpointer) catchUp(ctx context.Context) {
-	last := -1
+	prevLog, prevCopied := -1, -1
 	for range maxPasses {
 		var busy, logFrames, copied int
-		err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied)
-		if err != nil || busy != 0 || copied < logFrames {
-			return // a reader still uses old frames: next tick
+		if err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied); err != nil || busy != 0 {
+			return
 		}
 		if logFrames < c.frames {
 			c.restarts.Add(1)
 		}
 		c.frames = logFrames
-		if logFrames == last {
-			return // caught up
+		if copied == logFrames && logFrames == prevLog {
+			return // caught up, nothing new: the writer restarts the WAL when it can
 		}
-		last = logFrames
+		if logFrames == prevLog && copied == prevCopied {
+			break // no progress: a reader pins old frames
+		}
+		prevLog, prevCopied = logFrames, copied
 		select {
 		case <-c.quit:
 			return
 		default:
 		}
 	}
-	if last > restartFrames {
+	if c.frames > restartFrames {
 		var busy, logFrames, copied int
 		_ = c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logFrames, &copied)
 	}
