@@ -537,7 +537,7 @@ const fetchMaxIndent = 8
 // before every "*", "_" and "#" of the page is noise; only "|" inside
 // table cells is escaped, by fetchPrepare, because it would split the
 // cell), tables as GitHub pipe tables with minimal padding, no list-end
-// comments, links and images without titles. It is immutable once built
+// comments (fetchPrepare drops link and image titles). It is immutable once built
 // and safe for concurrent use.
 var fetchConverter = sync.OnceValue(func() *converter.Converter {
 	conv := converter.NewConverter(
