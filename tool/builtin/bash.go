@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -142,7 +143,9 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	}
 	cmd := exec.Command(t.shell, "-c", in.Command)
 	cmd.Dir = dir
-	cmd.Env = append(append(append(os.Environ(), t.cfg.Env...), call.Env...), "PWD="+dir)
+	// Never weft's own settings or credentials: only the settings' env,
+	// the call's variables and the secrets passed through by name.
+	cmd.Env = append(secret.ToolEnv(os.Environ(), call.Secrets, t.cfg.Env, call.Env), "PWD="+dir)
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -158,7 +161,7 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		bashPump(r, out, progress)
+		bashPump(r, call.Secrets.NewStream(), out, progress)
 	}()
 	waitDone := make(chan struct{})
 	go func() {
@@ -275,8 +278,11 @@ func bashExitCode(ps *os.ProcessState) int {
 }
 
 // bashPump copies the command's output into out and reports each complete
-// line as progress.
-func bashPump(r *os.File, out *bashOutput, progress func(string)) {
+// line as progress. Everything is redacted as it is read, before out keeps
+// its head and tail and before progress lines are cut: a cut inside a
+// secret would leave a piece of it that no later redaction recognises. red
+// holds back a tail that may be the start of a value split across reads.
+func bashPump(r *os.File, red *secret.Stream, out *bashOutput, progress func(string)) {
 	buf := make([]byte, 32*1024)
 	var partial []byte
 	emit := func(line []byte) {
@@ -288,8 +294,14 @@ func bashPump(r *os.File, out *bashOutput, progress func(string)) {
 	}
 	for {
 		n, err := r.Read(buf)
+		var chunk []byte
 		if n > 0 {
-			chunk := buf[:n]
+			chunk = []byte(red.Write(string(buf[:n])))
+		}
+		if err != nil {
+			chunk = append(chunk, red.Flush()...)
+		}
+		if len(chunk) > 0 {
 			out.Write(chunk)
 			for {
 				i := bytes.IndexByte(chunk, '\n')
