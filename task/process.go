@@ -69,7 +69,8 @@ func (r *Registry) SubmitProcess(ctx context.Context, description string, cmd *e
 		cmd.WaitDelay = 2 * time.Second
 	}
 	if description == "" {
-		description = cmd.String()
+		// Listed to clients and the model: no registered value in clear.
+		description = r.opt.Secrets.Redact(cmd.String())
 	}
 	if err := cmd.Start(); err != nil {
 		return Task{}, fmt.Errorf("start %s: %w", cmd.Path, err)

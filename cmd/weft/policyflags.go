@@ -29,7 +29,7 @@ type policyFlags struct {
 
 func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
 	fs.StringVar(&p.settings, "settings", "", "settings file in Claude Code's shape (permissions, hooks, env), on top of ~/.weft/settings.json and <workspace>/.weft/settings.json")
-	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME] (repeatable)")
+	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME]; also how to give Bash a variable it never inherits, such as OPENAI_API_KEY (repeatable)")
 	fs.StringVar(&p.auditLog, "audit-log", "", auditHelp)
 	fs.StringVar(&p.pluginDir, "plugin-dir", "", "directory of plugins (one subdirectory each, hooks in hooks/hooks.json); their hooks run only once trusted (default ~/.weft/plugins)")
 }
