@@ -137,3 +137,37 @@ func TestStructuredToolDataIsRedacted(t *testing.T) {
 		t.Fatalf("data %v", d.Data)
 	}
 }
+
+// TestApprovalRequestIsRedacted: the person asked about a call (a terminal
+// prompt, a permission_request event) is shown the input as the model's
+// events show it, without the value; the tool still runs with it.
+func TestApprovalRequestIsRedacted(t *testing.T) {
+	t.Parallel()
+	const value = "zqKp2WmXv4Rt8LnB"
+	set := secret.NewSet()
+	if err := set.Set("TOKEN", value); err != nil {
+		t.Fatal(err)
+	}
+	var ran, asked string
+	note := tool.Func("Note", "writes", tool.Meta{Effect: tool.EffectWrite},
+		func(ctx context.Context, in echoIn, _ *tool.Call) (tool.Result, error) {
+			ran = in.Text
+			return tool.Text("ok"), nil
+		})
+	reg, _ := tool.NewRegistry(note)
+	p := llmtest.NewScripted("scripted", toolScript(llmtest.ToolBlock("c1", "Note", `{"text":"`+value+`"}`)), llmtest.Text("done"))
+	a, err := agent.New(agent.Config{Provider: p, Model: "m", Tools: reg, Policy: &policy.Policy{Secrets: set},
+		Approve: func(ctx context.Context, req agent.ApprovalRequest) agent.Decision {
+			asked = string(req.Input)
+			return agent.Allow()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := collect(a.NewSession(), context.Background(), "go"); c.err != nil {
+		t.Fatal(c.err)
+	}
+	if asked != `{"text":"[SECRET:TOKEN]"}` || ran != value {
+		t.Fatalf("asked about %s, ran with %q", asked, ran)
+	}
+}

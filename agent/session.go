@@ -512,7 +512,9 @@ func (r *run) human(ctx context.Context, c policy.Call, reason string) (bool, st
 	if fn == nil {
 		return false, "no approver is configured, so calls that need approval are denied (" + reason + ")"
 	}
-	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: c.Input, Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
+	// The person (a terminal, a permission_request event) is shown what the
+	// model is: no registered value.
+	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: r.a.pol.Secrets.RedactJSON(c.Input), Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
 	return d.Allow, d.Reason
 }
 

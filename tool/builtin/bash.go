@@ -33,6 +33,7 @@ const bashDescription = `Executes a shell command (bash -c) in the workspace and
 - The default timeout is 2 minutes; pass timeout (milliseconds, at most 600000) for longer commands. On timeout the command and every process it started are killed.
 - A non-zero exit status is reported as a last line "Exit code: N"; read it like any other output.
 - Output longer than 30000 characters is cut in the middle: the start and the end are kept.
+- A secret the user registered is in the environment by name: where output shows [SECRET:NAME], use $NAME in commands (its value is never shown).
 - Background processes (cmd &) still attached to the output when the command finishes are stopped. To leave one running, redirect its output: nohup cmd > out.log 2>&1 &
 - Prefer the Read, Grep, Glob, Edit and Write tools over cat, grep, find, sed and echo redirection.
 - Quote paths that contain spaces; chain dependent commands with &&.`
