@@ -247,16 +247,11 @@ func (p *Policy) After(ctx context.Context, c Call, v Verdict, res *tool.Result)
 	p.write(e)
 }
 
-// RedactResult replaces registered secret values in a result's text.
+// RedactResult replaces registered secret values in a result: its content
+// and its structured data. (Registry.Execute has already done so, before
+// capping the output, when the call carried the secrets.)
 func (p *Policy) RedactResult(res *tool.Result) {
-	if p.Secrets == nil || p.Secrets.Len() == 0 {
-		return
-	}
-	for i := range res.Content {
-		if res.Content[i].Text != "" {
-			res.Content[i].Text = p.Secrets.Redact(res.Content[i].Text)
-		}
-	}
+	*res = secret.Redacted(p.Secrets, *res)
 }
 
 func (p *Policy) denied(ctx context.Context, c Call, v Verdict) {
@@ -287,8 +282,8 @@ func (p *Policy) write(e audit.Entry) {
 	if p.Audit == nil {
 		return
 	}
-	e.Reason = p.redact(e.Reason)
-	e.Resource = p.redact(e.Resource)
+	// Every field, for every sink (the JSONL file and the database).
+	e = secret.Redacted(p.Secrets, e)
 	if err := p.Audit.Write(e); err != nil {
 		p.log().Error("writing an audit entry failed", "tool", e.ToolName, "error", err)
 	}

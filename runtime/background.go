@@ -53,6 +53,7 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 	}
 	opt := task.Options{Logger: cfg.Logger}
 	if rt := cfg.Runtime; rt != nil {
+		opt.Secrets = rt.secrets
 		opt.OnCreated = rt.taskHook(hook.TaskCreated)
 		opt.OnCompleted = rt.taskHook(hook.TaskCompleted)
 	}

@@ -98,13 +98,17 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if home := env.getenv("HOME"); home != "" {
 		defaultAudit = filepath.Join(home, ".weft", "audit.jsonl")
 	}
-	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, defaultAudit, nil, slog.Default())
+	set, err := a.policyFlags.secretSet(env, map[string]string{"WEFT_API_KEY": a.apiKey})
 	if err != nil {
 		return nil, nil, err
 	}
-	// No diagnostic line carries a secret's value either.
-	log := slog.New(secret.NewHandler(slog.Default().Handler(), bp.secrets))
-	bp.pol.Logger = log
+	// No diagnostic line carries a secret's value either, from the hooks'
+	// first on.
+	log := slog.New(secret.NewHandler(slog.Default().Handler(), set))
+	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, defaultAudit, nil, set, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, info, closeModel, err := a.modelFlags.resolve(env)
 	if err != nil {
 		bp.close()

@@ -27,6 +27,7 @@ import (
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/store/redact"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
@@ -337,16 +338,25 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	defer closeModels()
-	db, err := sqlite.Open(ctx, f.db, sqlite.Options{})
+	set, err := f.policyFlags.secretSet(env, map[string]string{"WEFT_BEARER_TOKEN": f.bearerToken, "WEFT_API_KEY": f.apiKey})
+	if err != nil {
+		return err
+	}
+	// From here on no log line carries a secret's value.
+	log = slog.New(secret.NewHandler(log.Handler(), set))
+	raw, err := sqlite.Open(ctx, f.db, sqlite.Options{})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := db.Close(); cerr != nil && err == nil {
+		if cerr := raw.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the database: %w", cerr)
 		}
 	}()
-	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, audit.DefaultPath(f.db), []audit.Sink{audit.NewStoreSink(db)}, log)
+	// Everything below gets only this: no row it writes holds a secret
+	// (the event logs redact events before their readers see them too).
+	db := redact.Store(raw, set)
+	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, audit.DefaultPath(f.db), []audit.Sink{audit.NewStoreSink(db)}, set, log)
 	if err != nil {
 		return err
 	}
@@ -356,9 +366,6 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			err = fmt.Errorf("closing the audit log: %w", cerr)
 		}
 	}()
-	// From here on no log line carries a secret's value.
-	log = slog.New(secret.NewHandler(log.Handler(), bp.secrets))
-	bp.pol.Logger = log
 	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
 	if err != nil {
 		return err
