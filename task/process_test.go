@@ -190,26 +190,39 @@ func TestReadOutputErrors(t *testing.T) {
 
 // TestKillProcessKillsItsChildren: a shell's "cmd &" ignores SIGINT, so
 // the cooperative step ends the shell but not its child; killing the task
-// must still leave nothing of its process group running.
+// must still leave nothing of its process group running, whether the
+// child holds the task's output open or not.
 func TestKillProcessKillsItsChildren(t *testing.T) {
 	t.Parallel()
-	r := newTestRegistry(t, nil, Options{})
-	sub, err := r.SubmitProcess(context.Background(), "", exec.Command("sh", "-c", "sleep 60 & echo $!; wait"), nil)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		script string
+	}{
+		{"holding the output", "sleep 60 & echo $!; wait"},
+		{"output elsewhere", "sleep 60 >/dev/null 2>&1 & echo $!; wait"},
 	}
-	line := pollOutput(t, r, sub.ID, "\n")
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("no pid in %q", line)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newTestRegistry(t, nil, Options{})
+			sub, err := r.SubmitProcess(context.Background(), "", exec.Command("sh", "-c", tt.script), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := pollOutput(t, r, sub.ID, "\n")
+			child, err := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil {
+				t.Fatalf("no pid in %q", line)
+			}
+			if err := r.Kill(sub.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustEnd(t, r, sub.ID); got.Status != StatusCancelled {
+				t.Fatalf("task = %+v", got)
+			}
+			processGone(t, child)
+		})
 	}
-	if err := r.Kill(sub.ID); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustEnd(t, r, sub.ID); got.Status != StatusCancelled {
-		t.Fatalf("task = %+v", got)
-	}
-	processGone(t, child)
 }
 
 // TestMaxProcesses: at most MaxProcesses process tasks run at once, even
