@@ -11,12 +11,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
 )
@@ -114,11 +118,13 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		bp.close()
 		return nil, nil, err
 	}
+	tasks, closeTasks := newCLITasks(bp.pol, log)
 	closeAll := func() error {
+		closeTasks()
 		bp.pol.Hooks.Wait()
 		return errors.Join(closeModel(), bp.close())
 	}
-	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	reg, err := cliTools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}, tasks)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -137,6 +143,54 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	return ag, closeAll, nil
+}
+
+// cliTaskCloseTimeout bounds how long weft run and chat wait, when they
+// exit, for background commands to stop before they SIGKILL what is left.
+const cliTaskCloseTimeout = 3 * time.Second
+
+// newCLITasks returns the task registry of one weft run or chat: the
+// commands Bash runs in the background (run_in_background) belong to it,
+// and the returned close kills whatever of them still runs, as the command
+// exits. The task_created and task_completed hooks fire as under weft
+// serve; close waits for them.
+func newCLITasks(pol *policy.Policy, log *slog.Logger) (*task.Registry, func()) {
+	var hooks sync.WaitGroup
+	fire := func(ev hook.Event) func(task.Task) {
+		return func(t task.Task) {
+			if pol.Hooks == nil || !pol.Hooks.Has(ev) {
+				return
+			}
+			in := pol.HookInput(ev)
+			in.TaskID, in.TaskDescription = t.ID, t.Description
+			in.Extra = map[string]any{"status": t.Status}
+			// The registry calls this on its own goroutines, which a hook
+			// must not hold up.
+			hooks.Add(1)
+			go func() {
+				defer hooks.Done()
+				pol.Hooks.Run(context.Background(), in)
+			}()
+		}
+	}
+	tasks := task.NewRegistry(nil, task.Options{Logger: log, Secrets: pol.Secrets,
+		OnCreated: fire(hook.TaskCreated), OnCompleted: fire(hook.TaskCompleted)})
+	return tasks, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cliTaskCloseTimeout)
+		defer cancel()
+		if err := tasks.Close(ctx); err != nil {
+			log.Warn("background commands did not stop in time; killed", "error", err)
+		}
+		hooks.Wait()
+	}
+}
+
+// cliTools is the tool registry of weft run and chat (and what weft tools
+// lists): the builtin tools, with Bash's run_in_background starting
+// commands as tasks of tasks, and the task tools that read and stop them.
+func cliTools(cfg builtin.Config, tasks *task.Registry) (*tool.Registry, error) {
+	cfg.Background = tasks
+	return tool.NewRegistry(append(builtin.Tools(cfg), tasks.Tools()...)...)
 }
 
 // lineReader reads answers and chat input line by line from one shared

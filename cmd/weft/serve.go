@@ -366,7 +366,8 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			err = fmt.Errorf("closing the audit log: %w", cerr)
 		}
 	}()
-	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
+	tools, err := tool.NewRegistry(builtin.Tools(toolCfg)...)
 	if err != nil {
 		return err
 	}
@@ -424,6 +425,13 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		if err := tools.Add(t); err != nil {
 			return err
 		}
+	}
+	// Bash's run_in_background starts tasks of the server's registry,
+	// which exists only now (it needs the runs, which need the tools):
+	// Bash is replaced in its place, before anything can call it.
+	toolCfg.Background = bg.Tasks
+	if err := tools.Replace(builtin.NewBash(toolCfg)); err != nil {
+		return err
 	}
 	stopBackground := func(ctx context.Context) {
 		if err := bg.Close(ctx); err != nil {
