@@ -150,6 +150,61 @@ func TestRunBackgroundCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("a deny rule refuses it under --yes", func(t *testing.T) {
+		t.Parallel()
+		ws := t.TempDir()
+		settings := filepath.Join(t.TempDir(), "settings.json")
+		if err := os.WriteFile(settings, []byte(`{"permissions": {"deny": ["Bash(touch:*)"]}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fake := llmtest.NewOpenAI(t)
+		fake.Push(toolCall("call_bg", "Bash", map[string]any{"command": "touch started", "run_in_background": true}), llmtest.Text("Refused."))
+		r := runBinary(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + fake.URL + "/v1", "WEFT_WORKSPACE=" + ws},
+			"", "run", "--yes", "--settings", settings, "--model", "openai:gpt-4.1", "start it")
+		if !strings.Contains(r.stdout, "Bash(touch:*)") || strings.Contains(r.stdout, "running in the background") {
+			t.Errorf("stdout: %s", r.stdout)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
+			t.Error("a denied background command ran")
+		}
+	})
+
+	t.Run("task hooks fire", func(t *testing.T) {
+		t.Parallel()
+		ws := t.TempDir()
+		settings := filepath.Join(t.TempDir(), "settings.json")
+		hookCmd := `echo "$HOOK_TYPE $TASK_ID" >> ` + filepath.Join(ws, "hooks.log")
+		conf, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+			"TaskCreated":   []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookCmd}}}},
+			"TaskCompleted": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookCmd}}}},
+		}})
+		if err := os.WriteFile(settings, conf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		url, _ := reactiveModel(t, func(last string) llmtest.Script {
+			switch {
+			case last == "":
+				return toolCall("call_bg", "Bash", map[string]any{"command": "echo hi", "run_in_background": true})
+			case strings.Contains(last, "running in the background as task"):
+				return toolCall("call_out", "task_output", map[string]any{"taskId": taskIDPattern.FindString(last), "timeoutMs": 10000})
+			default:
+				return llmtest.Text("Done.")
+			}
+		})
+		r := runBinary(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + url + "/v1", "WEFT_WORKSPACE=" + ws},
+			"", "run", "--yes", "--settings", settings, "--model", "openai:gpt-4.1", "start it")
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+		// weft run waits for the hooks before it exits.
+		log, err := os.ReadFile(filepath.Join(ws, "hooks.log"))
+		id := taskIDPattern.FindString(string(log))
+		if err != nil || id == "" || !strings.Contains(r.stdout, id) ||
+			!strings.Contains(string(log), "task_created "+id+"\n") || !strings.Contains(string(log), "task_completed "+id+"\n") {
+			t.Fatalf("hooks.log %q (%v)", log, err)
+		}
+	})
+
 	t.Run("denied without approval", func(t *testing.T) {
 		t.Parallel()
 		ws := t.TempDir()
