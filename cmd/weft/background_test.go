@@ -212,7 +212,9 @@ func TestRunBackgroundCommand(t *testing.T) {
 		fake.Push(toolCall("call_bg", "Bash", map[string]any{"command": "touch started", "run_in_background": true}), llmtest.Text("Could not."))
 		r := runBinary(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + fake.URL + "/v1", "WEFT_WORKSPACE=" + ws},
 			"", "run", "--model", "openai:gpt-4.1", "start it")
-		if !strings.Contains(r.stdout, "Permission denied") || strings.Contains(r.stdout, "running in the background") {
+		// The transcript (and an approval prompt) says where it would run.
+		if !strings.Contains(r.stdout, "● Bash(touch started) in the background") ||
+			!strings.Contains(r.stdout, "Permission denied") || strings.Contains(r.stdout, "running in the background") {
 			t.Errorf("stdout: %s", r.stdout)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {

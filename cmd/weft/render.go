@@ -87,13 +87,18 @@ func (r *textRenderer) render(ev agent.Event) {
 }
 
 // summarizeCall shows a tool call as Claude Code does: the tool and its
-// most telling argument.
+// most telling argument, and whether a command is to keep running in the
+// background (which a person approving it should know).
 func summarizeCall(name string, input []byte) string {
 	var args map[string]any
 	_ = json.Unmarshal(input, &args)
 	for _, k := range []string{"command", "file_path", "pattern", "url", "path"} {
 		if v, ok := args[k].(string); ok && v != "" {
-			return fmt.Sprintf("%s(%s)", name, clip(v, 100))
+			s := fmt.Sprintf("%s(%s)", name, clip(v, 100))
+			if args["run_in_background"] == true {
+				s += " in the background"
+			}
+			return s
 		}
 	}
 	if len(args) == 0 {
