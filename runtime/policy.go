@@ -246,7 +246,7 @@ func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Inp
 	if fill != nil {
 		fill(&in)
 	}
-	go m.Run(context.WithoutCancel(rt.shutdown), in)
+	m.Go(rt.shutdown, in) // bounded; the manager's Close waits for it
 }
 
 func (rt *Runtime) redact(s string) string {

@@ -111,7 +111,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	closeAll := func() error {
-		bp.pol.Hooks.Wait()
+		_ = bp.pol.Hooks.Close(context.Background()) // each hook has its own timeout
 		return errors.Join(closeModel(), bp.close())
 	}
 	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)

@@ -351,7 +351,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	defer func() {
-		bp.pol.Hooks.Wait()
+		// Normally a no-op: the shutdown below closed the hooks already.
+		hctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+		defer cancel()
+		if herr := bp.pol.Hooks.Close(hctx); herr != nil {
+			log.Warn("hooks did not finish in time", "error", herr)
+		}
 		if cerr := bp.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the audit log: %w", cerr)
 		}
@@ -474,6 +479,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	stopBackground(sctx)
 	if err := rt.Shutdown(sctx); err != nil {
 		log.Warn("turns did not stop in time", "error", err)
+	}
+	// Last run_complete and observer hooks were started by the stops
+	// above; wait for them (each under its own timeout) before the
+	// audit log and the database close.
+	if err := bp.pol.Hooks.Close(sctx); err != nil {
+		log.Warn("hooks did not finish in time", "error", err)
 	}
 	srv.Close()
 	if err := <-httpDone; err != nil {
