@@ -26,6 +26,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// annotationOwnsInterrupt marks a command that handles SIGINT itself.
+const annotationOwnsInterrupt = "weft/owns-interrupt"
+
 func exitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
