@@ -94,11 +94,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("workspace %q is not a directory", ws)
 	}
-	defaultAudit := ""
-	if home := env.getenv("HOME"); home != "" {
-		defaultAudit = filepath.Join(home, ".weft", "audit.jsonl")
-	}
-	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, defaultAudit, nil, slog.Default())
+	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, userAuditPath(env), nil, slog.Default())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,6 +129,15 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	return ag, closeAll, nil
+}
+
+// userAuditPath is the default JSONL audit log of every command:
+// ~/.weft/audit.jsonl, outside any working tree; "" (none) without a home.
+func userAuditPath(env environ) string {
+	if home := env.getenv("HOME"); home != "" {
+		return filepath.Join(home, ".weft", "audit.jsonl")
+	}
+	return ""
 }
 
 // lineReader reads answers and chat input line by line from one shared

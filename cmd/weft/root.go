@@ -40,13 +40,15 @@ func exitCode(err error) int {
 func newRootCmd(env environ) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "weft",
-		Short:         "weft runs LLM agents: a Go SDK, a CLI, an HTTP API and a web UI over one engine",
+		Short:         "weft runs LLM agents: a Go SDK, a CLI and an HTTP API over one engine",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
-	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env), newServeCmd(env))
+	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env), newServeCmd(env), newVersionCmd(env))
 	return root
 }

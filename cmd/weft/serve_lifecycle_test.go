@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,5 +34,29 @@ func TestServeShutdownWaitsForHooks(t *testing.T) {
 				t.Fatalf("weft serve exited %s after SIGTERM with its session_start hook still running:\n%s", time.Since(start), p.log())
 			}
 		})
+	}
+}
+
+// TestServeLeavesNoAuditFileInTheWorkingTree: with the defaults (database
+// ./weft.db), the JSONL audit log goes to ~/.weft/audit.jsonl, as for run
+// and chat, not into the directory weft serve was started in (a clone of
+// the repository, typically).
+func TestServeLeavesNoAuditFileInTheWorkingTree(t *testing.T) {
+	t.Parallel()
+	wd, home := t.TempDir(), t.TempDir()
+	p := startServeIn(t, wd, []string{"HOME=" + home})
+	p.expect("GET", "/v1/health", "", 200)
+	p.stop()
+	entries, err := os.ReadDir(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "weft.db") {
+			t.Errorf("weft serve left %s in its working directory", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, ".weft", "audit.jsonl")); err != nil {
+		t.Errorf("no audit log in the home directory: %v", err)
 	}
 }
