@@ -206,13 +206,14 @@ func FuzzRender(f *testing.F) {
 		`{"a": "{{inputs.x.y[0]}}"}`, `{"f": "@file:f"}`, `{"k": "{{ not ours }}"}`, `"{{steps.a.result[\"q\"]}}"`,
 		`{"a": "\u007b{steps.0.result}}"}`, `[{"a": {"b": ["{{{inputs.x}}}"]}}]`, `{"a":"{{steps.0.result.0.1}}"}`,
 		`{"a": "\ud800 bad surrogate {{inputs.x}}"}`, `{"{{steps.0.result}}": "{{inputs.x"}`,
+		`{"a": "{{inputs.n}}", "b": ["{{inputs.n}}", 1, "{{inputs.n}}"], "c": {"d": "{{ inputs.n }}"}}`, `"{{inputs.n}}"`,
 	} {
 		f.Add(s)
 	}
 	sc := Scope{
 		Results: map[string]json.RawMessage{"s0": raw(`{"q": [1, {"r": "s"}], "0": [[5, 6]]}`), "a": raw(`"text"`)},
 		Order:   []string{"s0", "a"},
-		Inputs:  map[string]json.RawMessage{"x": raw(`{"y": ["z"]}`)},
+		Inputs:  map[string]json.RawMessage{"x": raw(`{"y": ["z"]}`), "n": raw(`null`)},
 		Files:   map[string]json.RawMessage{"f": raw(`"/tmp/f"`)},
 		Index:   2,
 	}
