@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -116,7 +115,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cors, "cors", "", "allowed CORS origins, comma-separated, or * for any")
 	fs.IntVar(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per minute per client IP (0 turns the limit off)")
 	fs.StringVar(&f.permissionMode, "permission-mode", "", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits in the workspace run, the rest asks) | bypass (ask nothing; only this flag or a settings file enables it) (default: the settings' defaultMode, else default)")
-	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default: audit.jsonl next to --db)")
+	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default ~/.weft/audit.jsonl)")
 	fs.DurationVar(&f.keepalive, "keepalive", server.DefaultKeepalive, "SSE heartbeat interval")
 	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
@@ -356,12 +355,17 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	// Everything below gets only this: no row it writes holds a secret
 	// (the event logs redact events before their readers see them too).
 	db := redact.Store(raw, set)
-	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, audit.DefaultPath(f.db), []audit.Sink{audit.NewStoreSink(db)}, set, log)
+	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, userAuditPath(env), []audit.Sink{audit.NewStoreSink(db)}, set, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		bp.pol.Hooks.Wait()
+		// Normally a no-op: the shutdown below closed the hooks already.
+		hctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+		defer cancel()
+		if herr := bp.pol.Hooks.Close(hctx); herr != nil {
+			log.Warn("hooks did not finish in time", "error", herr)
+		}
 		if cerr := bp.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the audit log: %w", cerr)
 		}
@@ -482,6 +486,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err := rt.Shutdown(sctx); err != nil {
 		log.Warn("turns did not stop in time", "error", err)
 	}
+	// Last run_complete and observer hooks were started by the stops
+	// above; wait for them (each under its own timeout) before the
+	// audit log and the database close.
+	if err := bp.pol.Hooks.Close(sctx); err != nil {
+		log.Warn("hooks did not finish in time", "error", err)
+	}
 	srv.Close()
 	if err := <-httpDone; err != nil {
 		log.Warn("connections did not drain in time; closing them", "error", err)
@@ -497,13 +507,4 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
-}
-
-// version is the module version the binary was built from, for the health
-// check ("(devel)" in a source build).
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.Main.Version
-	}
-	return ""
 }

@@ -136,7 +136,14 @@ type serveProc struct {
 // startServe starts the binary and waits for it to listen.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
+	return startServeIn(t, "", env, args...)
+}
+
+// startServeIn is startServe in working directory dir ("": the test's).
+func startServeIn(t *testing.T, dir string, env []string, args ...string) *serveProc {
+	t.Helper()
 	cmd := exec.Command(weftBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
