@@ -103,31 +103,6 @@ func (e *eval) exactAllow(rules []Rule, target string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// ReadVerdict says what the rules let a file tool that finds files itself
-// (Grep, Glob) do with the file at p, absolute: Deny when a Read(...)
-// deny rule covers it as given or resolved, Ask when a Read(...) ask rule
-// does, else Allow. Only path rules count: a rule about the whole tool
-// (Read, Tool(Grep)) applied to the call itself before it ran.
-func ReadVerdict(rs RuleSet, c Call, p string) Verdict {
-	e := newEval(Call{Tool: "Read", Workspace: c.Workspace, ExtraDirs: c.ExtraDirs, Home: c.Home})
-	abs, ok := e.abs(p)
-	if !ok {
-		return Deny
-	}
-	paths := []string{abs}
-	for _, l := range []struct {
-		rules []Rule
-		v     Verdict
-	}{{rs.Deny, Deny}, {rs.Ask, Ask}} {
-		for _, r := range l.rules {
-			if r.kind == kindPath && r.head == "Read" && e.pathMatch(r, paths, false, false) != no {
-				return l.v
-			}
-		}
-	}
-	return Allow
-}
-
 // ResolvedInput returns the input of a file tool's call with each path
 // field (file_path, path, notebook_path) replaced by the absolute,
 // resolved path the rules judged; ok is false when there is nothing to

@@ -13,6 +13,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/weft-run/weft/internal/realpath"
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -95,7 +97,7 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 		pattern = rest
 	}
 	pattern = strings.TrimPrefix(pattern, "./")
-	root, err := t.ws.resolve(base)
+	root, err := t.ws.resolveChecked(ctx, base)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
@@ -110,7 +112,11 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 		return tool.Errorf("the pattern %q names a directory, not files; add e.g. /* or /**/*", in.Pattern), nil
 	}
 
-	hits, err := globWalk(ctx, root, pattern)
+	keep, err := t.keep(ctx, root)
+	if err != nil {
+		return tool.Errorf("%v", err), nil
+	}
+	hits, err := globWalk(ctx, root, pattern, keep)
 	if err != nil {
 		return tool.Errorf("search stopped: %v", err), nil
 	}
@@ -141,11 +147,46 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	return res, nil
 }
 
+// keep returns the test a found file must pass to be listed: the caller's
+// Read rules allow showing it (policy.ReadFilter), and a symlink is listed
+// only when its target passes too and lies inside the workspace or an
+// allowed directory, so a link's name does not reveal a file the model
+// may not see.
+func (t *globTool) keep(ctx context.Context, root string) (func(p string, link bool) bool, error) {
+	ws, extra, err := t.ws.roots()
+	if err != nil {
+		return nil, err
+	}
+	show := policy.ReadFilter(ctx, root)
+	return func(p string, link bool) bool {
+		if !show(p) {
+			return false
+		}
+		if !link {
+			return true
+		}
+		target, err := realpath.Resolve(p)
+		if err != nil || !show(target) {
+			return false
+		}
+		if wsWithin(ws, target) {
+			return true
+		}
+		for _, r := range extra {
+			if wsWithin(r, target) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
 // globWalk returns the files under root whose slash-separated relative path
-// matches pattern. Directories are pruned when the pattern's leading
-// literal-depth segments rule them out. Symlinks to files are listed,
-// symlinked directories are not entered.
-func globWalk(ctx context.Context, root, pattern string) ([]globHit, error) {
+// matches pattern and that keep accepts (link: the entry is a symlink).
+// Directories are pruned when the pattern's leading literal-depth segments
+// rule them out. Symlinks to files are listed, symlinked directories are
+// not entered.
+func globWalk(ctx context.Context, root, pattern string, keep func(p string, link bool) bool) ([]globHit, error) {
 	segs := strings.Split(pattern, "/")
 	// Segments before the first "**" constrain directories depth by depth.
 	// Braces may hold a "/", which defeats splitting, so they turn pruning
@@ -201,7 +242,7 @@ func globWalk(ctx context.Context, root, pattern string) ([]globHit, error) {
 			return nil
 		}
 		info, err := os.Stat(p) // follows a symlink to its target
-		if err != nil || info.IsDir() {
+		if err != nil || info.IsDir() || !keep(p, d.Type()&fs.ModeSymlink != 0) {
 			return nil
 		}
 		hits = append(hits, globHit{path: p, mtime: info.ModTime()})

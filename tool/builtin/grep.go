@@ -22,6 +22,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -200,6 +201,9 @@ type grepQuery struct {
 	before     int
 	after      int
 	filter     *grepFilter // nil: every file
+	// show is the caller's Read rules (policy.ReadFilter): a file it
+	// refuses is not searched, its name and lines never shown.
+	show func(path string) bool
 }
 
 // grepLine is one output line of a file: a matching line or context.
@@ -234,7 +238,7 @@ func (t *grepTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tool.Errorf("invalid input: %v", err), nil
 	}
-	q, err := t.query(in)
+	q, err := t.query(ctx, in)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
@@ -258,7 +262,7 @@ func (t *grepTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 }
 
 // query validates the input into a search.
-func (t *grepTool) query(in grepInput) (*grepQuery, error) {
+func (t *grepTool) query(ctx context.Context, in grepInput) (*grepQuery, error) {
 	q := &grepQuery{mode: in.OutputMode, multiline: in.Multiline}
 	if q.mode == "" {
 		q.mode = grepModeFiles
@@ -293,8 +297,12 @@ func (t *grepTool) query(in grepInput) (*grepQuery, error) {
 	if p == "" {
 		p = "."
 	}
-	if q.root, err = t.ws.resolve(p); err != nil {
+	if q.root, err = t.ws.resolveChecked(ctx, p); err != nil {
 		return nil, err
+	}
+	q.show = policy.ReadFilter(ctx, q.root)
+	if !q.show(q.root) {
+		return nil, fmt.Errorf("a Read permission rule denies reading %s", q.root)
 	}
 	fi, err := os.Stat(q.root)
 	if err != nil {
@@ -884,6 +892,9 @@ func grepKeepRG(q *grepQuery, f *grepFile) bool {
 	if !q.rootIsFile && !q.filter.match(grepRel(q.root, f.path)) {
 		return false
 	}
+	if !q.show(f.path) {
+		return false
+	}
 	return q.rootIsFile || !grepHasNUL(f.path)
 }
 
@@ -946,7 +957,7 @@ func (w *grepWalker) walk(dir string, ign *grepIgnoreLevel) {
 				w.walk(full, ign)
 			}
 		case t.IsRegular():
-			if ign.skip(full, name, false) || !w.q.filter.match(grepRel(w.q.root, full)) {
+			if ign.skip(full, name, false) || !w.q.filter.match(grepRel(w.q.root, full)) || !w.q.show(full) {
 				continue
 			}
 			if f, ok := grepSearchFile(w.q, full); ok && !w.emit(f) {

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/weft-run/weft/internal/realpath"
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -139,6 +141,24 @@ func (c wsConfine) resolve(p string) (string, error) {
 		}
 	}
 	return "", &wsOutsideError{Path: p, Resolved: real, Workspace: ws, Extra: extra}
+}
+
+// resolveChecked is resolve for a tool call. When the call went through
+// the policy (policy.PathChecked), its path fields hold the resolved paths
+// the rules judged (permission.ResolvedInput): such a path that resolves
+// elsewhere now had a symlink swapped into it after the check, and is
+// refused rather than followed. The tools then open the result with
+// realpath.Open or realpath.WriteAtomic, which follow no symlink, so a
+// link swapped in between this check and the open fails the call too.
+func (c wsConfine) resolveChecked(ctx context.Context, p string) (string, error) {
+	real, err := c.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	if real != p && filepath.IsAbs(p) && filepath.Clean(p) == p && policy.PathChecked(ctx) {
+		return "", fmt.Errorf("%s now resolves to %s: a symlink in it changed after the permission check, so it is not followed", p, real)
+	}
+	return real, nil
 }
 
 // wsWithin reports whether p is root or lies below it; both are clean,
