@@ -145,3 +145,14 @@ func (e Event) isToolEvent() bool {
 func (e Event) plainStdoutIsContext() bool {
 	return e == UserPromptSubmit || e == SessionStart
 }
+
+// gates reports whether a hook's verdict on e can stop an action or
+// answer for the human. Such a hook must see everything it is asked to
+// judge: when its input cannot be passed whole, the action is refused.
+func (e Event) gates() bool {
+	switch e {
+	case PreToolUse, PermissionRequest, UserPromptSubmit, PreSampling:
+		return true
+	}
+	return false
+}

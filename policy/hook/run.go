@@ -30,13 +30,19 @@ const pipeGrace = 500 * time.Millisecond
 // runCommand runs d.Command with /bin/sh -c in its own process group, the
 // envelope on stdin, and reads the verdict from the exit code and stdout.
 func (m *Manager) runCommand(ctx context.Context, d *Def, in Input) (Outcome, error) {
+	hookEnv, omitted := in.env(m.projectRoot)
+	if len(omitted) > 0 && in.Event.gates() {
+		// The gate cannot be shown what it is asked to judge: fail closed
+		// rather than let it pass an input it never saw.
+		return Outcome{Verdict: Deny, Reason: envTooLarge(d, in, omitted)}, nil
+	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", d.Command)
 	cmd.Dir = d.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = in.Cwd
 	}
 	// Later entries win, so the hook variables cannot be shadowed.
-	cmd.Env = slices.Concat(os.Environ(), d.Env, in.env(m.projectRoot))
+	cmd.Env = slices.Concat(os.Environ(), d.Env, hookEnv)
 	cmd.Stdin = bytes.NewReader(in.envelope())
 	var stdout, stderr capped
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -50,6 +56,10 @@ func (m *Manager) runCommand(ctx context.Context, d *Def, in Input) (Outcome, er
 	runErr := cmd.Run()
 
 	if cmd.ProcessState == nil {
+		if errors.Is(runErr, syscall.E2BIG) && in.Event.gates() {
+			// The environment as a whole is over the kernel's limit.
+			return Outcome{Verdict: Deny, Reason: envTooLarge(d, in, nil)}, nil
+		}
 		return Outcome{}, fmt.Errorf("cannot start: %w", runErr)
 	}
 	parsed, isJSON := parseOutput(stdout.Bytes())
@@ -80,6 +90,25 @@ func (m *Manager) runCommand(ctx context.Context, d *Def, in Input) (Outcome, er
 		return Outcome{}, fmt.Errorf("%s (stderr: %q)", cmd.ProcessState, firstLine(stderr.String()))
 	}
 	return Outcome{}, fmt.Errorf("exit status %d (stderr: %q)", code, firstLine(stderr.String()))
+}
+
+// envTooLarge is the reason a gate hook's call is denied when its input
+// cannot be passed to it in full.
+func envTooLarge(d *Def, in Input, omitted []string) string {
+	what := "its environment is"
+	if len(omitted) > 0 {
+		what = strings.Join(omitted, ", ") + " is"
+	}
+	size := len(in.ToolInput)
+	return fmt.Sprintf("the input of this %s call (%d bytes) is too large for the environment of hook %s (%s over the %d-byte limit of one variable, or the environment as a whole is), so the hook could not check it and the call is denied; make the change in smaller calls",
+		nonEmpty(in.ToolName, string(in.Event)), size, d.Name, what, maxEnvString)
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }
 
 // runHTTP POSTs the envelope to d.URL. A 2xx response is read like the
