@@ -27,7 +27,8 @@ const (
 const globDescription = `Finds files by name pattern, e.g. "**/*.go", "src/**/*.{ts,tsx}" or "cmd/*/main.go". "**" matches any number of directories, "*" any part of one name.
 
 - path is the directory to search (default: the workspace); the pattern is matched against paths relative to it.
-- Returns absolute paths of matching files, most recently modified first, at most 1000. .git directories are skipped.
+- Returns absolute paths of matching files, most recently modified first, at most 1000.
+- Skips files ignored by .gitignore (and .git/info/exclude) and .git directories; hidden files are included. A pattern or path naming an ignored directory (e.g. path "build") searches it.
 - To search file contents use Grep.`
 
 var globSchema = json.RawMessage(`{
@@ -201,6 +202,8 @@ func globWalk(ctx context.Context, root, pattern string, keep func(p string, lin
 	}
 	unbounded := fixed < len(segs)
 
+	// The .gitignore rules in force in each directory walked so far.
+	levels := map[string]*ignoreLevel{root: enterDir(root, ignoreEntries(root), parentIgnores(root))}
 	var hits []globHit
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -220,10 +223,12 @@ func globWalk(ctx context.Context, root, pattern string, keep func(p string, lin
 			return nil
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(p[len(root):], string(filepath.Separator)))
+		ign := levels[filepath.Dir(p)]
 		if d.IsDir() {
-			if d.Name() == ".git" {
+			if d.Name() == ".git" || ign.ignored(p, true) {
 				return fs.SkipDir
 			}
+			levels[p] = enterDir(p, ignoreEntries(p), ign)
 			if prune {
 				depth := strings.Count(rel, "/") + 1
 				if !unbounded && depth >= len(segs) {
@@ -238,7 +243,7 @@ func globWalk(ctx context.Context, root, pattern string, keep func(p string, lin
 			}
 			return nil
 		}
-		if !doublestar.MatchUnvalidated(pattern, rel) {
+		if !doublestar.MatchUnvalidated(pattern, rel) || ign.ignored(p, false) {
 			return nil
 		}
 		info, err := os.Stat(p) // follows a symlink to its target

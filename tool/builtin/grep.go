@@ -39,10 +39,12 @@ import (
 //     rules);
 //   - a file holding a NUL byte anywhere is skipped (rg alone would report
 //     matches found before a NUL beyond its first buffer);
-//   - ignore rules are .gitignore files only, in the searched tree and its
-//     parents up to the enclosing repository root, whether or not git is
-//     in use (rg: --no-require-git, no .ignore/.rgignore, no global or
-//     .git/info/exclude rules);
+//   - ignore rules are .gitignore files, in the searched tree and its
+//     parents up to the enclosing repository root, and a repository's
+//     .git/info/exclude, whether or not git is in use (rg:
+//     --no-require-git, no .ignore/.rgignore, no global rules); the Go
+//     walker matches them with go-git's gitignore package (gitignore.go,
+//     shared with Glob);
 //   - hidden files and directories below the search root are skipped
 //     unless a .gitignore rule whitelists them (as in ripgrep), and
 //     symlinks are not followed;
@@ -797,7 +799,7 @@ func grepRunRG(rg string) grepBackend {
 	return func(ctx context.Context, q *grepQuery, ordered bool, emit func(grepFile) bool) error {
 		args := []string{
 			"--json", "--no-config", "--no-messages",
-			"--no-require-git", "--no-ignore-global", "--no-ignore-exclude", "--no-ignore-dot",
+			"--no-require-git", "--no-ignore-global", "--no-ignore-dot",
 			"--encoding", "none",
 		}
 		if q.multiline {
@@ -921,7 +923,7 @@ func grepRunGo(ctx context.Context, q *grepQuery, _ bool, emit func(grepFile) bo
 		return nil
 	}
 	w := &grepWalker{ctx: ctx, q: q, emit: emit}
-	w.walk(q.root, grepParentIgnores(q.root))
+	w.walk(q.root, parentIgnores(q.root))
 	return ctx.Err()
 }
 
@@ -935,12 +937,12 @@ type grepWalker struct {
 
 // walk visits dir in name order, as ripgrep --sort path does. ign holds
 // the ignore rules of dir's ancestors.
-func (w *grepWalker) walk(dir string, ign *grepIgnoreLevel) {
+func (w *grepWalker) walk(dir string, ign *ignoreLevel) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	ign = grepEnterDir(dir, entries, ign)
+	ign = enterDir(dir, entries, ign)
 	for _, e := range entries {
 		if w.stop {
 			return
@@ -1070,173 +1072,4 @@ func grepLineStarts(b []byte) []int {
 		}
 	}
 	return starts
-}
-
-// --- .gitignore rules for the Go backend, with ripgrep's semantics ---
-
-// grepIgnoreRule is one .gitignore line, translated to a doublestar
-// pattern over the path relative to the .gitignore's directory.
-type grepIgnoreRule struct {
-	pattern string
-	negate  bool
-	dirOnly bool
-}
-
-// grepIgnoreLevel is the rules of one directory, linked to its parent's.
-type grepIgnoreLevel struct {
-	dir    string
-	rules  []grepIgnoreRule
-	isRepo bool // dir holds .git: rules of outer directories stop here
-	parent *grepIgnoreLevel
-}
-
-// grepParseIgnore translates .gitignore text the way ripgrep's ignore crate
-// does: comments and blank lines skipped, trailing spaces trimmed unless
-// escaped, "!" negates, a leading "/" or any inner "/" anchors the pattern
-// to the file's directory, otherwise it matches at any depth, a trailing
-// "/" matches directories only, and "dir/**" matches inside dir but not
-// dir itself. Invalid patterns are dropped.
-func grepParseIgnore(text string) []grepIgnoreRule {
-	var rules []grepIgnoreRule
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !strings.HasSuffix(line, `\ `) {
-			line = strings.TrimRight(line, " \t")
-		}
-		if line == "" {
-			continue
-		}
-		var r grepIgnoreRule
-		switch {
-		case strings.HasPrefix(line, "!"):
-			r.negate = true
-			line = line[1:]
-		case strings.HasPrefix(line, `\!`), strings.HasPrefix(line, `\#`):
-			line = line[1:]
-		}
-		anchored := false
-		if strings.HasPrefix(line, "/") {
-			anchored = true
-			line = line[1:]
-		}
-		if strings.HasSuffix(line, "/") {
-			r.dirOnly = true
-			line = strings.TrimSuffix(line, "/")
-			line = strings.TrimSuffix(line, `\`)
-		}
-		if line == "" {
-			continue
-		}
-		if !anchored && !strings.Contains(line, "/") && !strings.HasPrefix(line, "**/") && line != "**" {
-			line = "**/" + line
-		}
-		if strings.HasSuffix(line, "/**") {
-			line += "/*"
-		}
-		if !doublestar.ValidatePattern(line) {
-			continue
-		}
-		r.pattern = line
-		rules = append(rules, r)
-	}
-	return rules
-}
-
-// grepEnterDir returns the rules in force inside dir.
-func grepEnterDir(dir string, entries []os.DirEntry, parent *grepIgnoreLevel) *grepIgnoreLevel {
-	lvl := &grepIgnoreLevel{dir: dir, parent: parent}
-	for _, e := range entries {
-		switch e.Name() {
-		case ".git":
-			lvl.isRepo = true
-		case ".gitignore":
-			if data, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err == nil {
-				lvl.rules = grepParseIgnore(string(data))
-			}
-		}
-	}
-	if !lvl.isRepo && lvl.rules == nil {
-		return parent
-	}
-	return lvl
-}
-
-// grepParentIgnores loads the rules of root's ancestors, which ripgrep
-// applies to a search below them.
-func grepParentIgnores(root string) *grepIgnoreLevel {
-	var dirs []string
-	for d := filepath.Dir(root); ; d = filepath.Dir(d) {
-		dirs = append(dirs, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if root == filepath.Dir(root) {
-		dirs = nil
-	}
-	var lvl *grepIgnoreLevel
-	for i := len(dirs) - 1; i >= 0; i-- {
-		entries := make([]os.DirEntry, 0, 2)
-		for _, name := range []string{".git", ".gitignore"} {
-			if fi, err := os.Lstat(filepath.Join(dirs[i], name)); err == nil {
-				entries = append(entries, grepDirEntry{fi})
-			}
-		}
-		lvl = grepEnterDir(dirs[i], entries, lvl)
-	}
-	return lvl
-}
-
-type grepDirEntry struct{ fi os.FileInfo }
-
-func (e grepDirEntry) Name() string               { return e.fi.Name() }
-func (e grepDirEntry) IsDir() bool                { return e.fi.IsDir() }
-func (e grepDirEntry) Type() os.FileMode          { return e.fi.Mode().Type() }
-func (e grepDirEntry) Info() (os.FileInfo, error) { return e.fi, nil }
-
-// Results of grepIgnoreLevel.match.
-const (
-	grepIgnoreNone      = 0
-	grepIgnoreExcluded  = -1
-	grepIgnoreWhitelist = 1
-)
-
-// match says whether the rules exclude or whitelist p: the deepest
-// directory with a matching rule decides, within it the last matching rule,
-// and directories above the nearest repository root are not consulted.
-func (l *grepIgnoreLevel) match(p string, isDir bool) int {
-	for ; l != nil; l = l.parent {
-		rel := grepRel(l.dir, p)
-		for i := len(l.rules) - 1; i >= 0; i-- {
-			r := l.rules[i]
-			if r.dirOnly && !isDir {
-				continue
-			}
-			if doublestar.MatchUnvalidated(r.pattern, rel) {
-				if r.negate {
-					return grepIgnoreWhitelist
-				}
-				return grepIgnoreExcluded
-			}
-		}
-		if l.isRepo {
-			return grepIgnoreNone
-		}
-	}
-	return grepIgnoreNone
-}
-
-// skip says whether the walk leaves out the entry p (named name). As in
-// ripgrep, a hidden entry is skipped unless a rule whitelists it.
-func (l *grepIgnoreLevel) skip(p, name string, isDir bool) bool {
-	switch l.match(p, isDir) {
-	case grepIgnoreExcluded:
-		return true
-	case grepIgnoreWhitelist:
-		return false
-	}
-	return strings.HasPrefix(name, ".")
 }
