@@ -183,3 +183,44 @@ func TestWriteAtomic(t *testing.T) {
 		t.Fatal("a relative path was accepted")
 	}
 }
+
+// FuzzResolve: any absolute path resolves to a clean absolute path free of
+// links (resolving it again changes nothing), or to an error.
+func FuzzResolve(f *testing.F) {
+	base, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	ws := base + "/ws"
+	for _, d := range []string{ws + "/sub", base + "/out"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"ws/up": "..", "ws/out": "../out", "ws/abs": base + "/out", "ws/self": ".", "ws/loop": "loop", "ws/dangling": "sub/x/y"} {
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for _, s := range []string{"up/ws/sub", "out/../up", "self/self/abs/x", "loop", "dangling/z", "sub/../../ws", "/proc/self/root", "/dev/fd/0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if strings.IndexByte(p, 0) >= 0 {
+			return
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(ws, p)
+		}
+		got, err := Resolve(p)
+		if err != nil {
+			return
+		}
+		if !filepath.IsAbs(got) || filepath.Clean(got) != got {
+			t.Fatalf("Resolve(%q) = %q: not clean and absolute", p, got)
+		}
+		if again, err := Resolve(got); err != nil || again != got {
+			t.Fatalf("Resolve(%q) = %q, but that resolves to %q, %v", p, got, again, err)
+		}
+	})
+}

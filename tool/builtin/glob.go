@@ -86,6 +86,10 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	base := in.Path
 	if base == "" {
 		base = "."
+	} else if _, err := t.ws.resolveChecked(ctx, base); err != nil {
+		// path is what the policy resolved and judged; the pattern's
+		// literal part below is resolved here (and links in it followed).
+		return tool.Errorf("%v", err), nil
 	}
 	// A literal leading part ("src/pkg/*.go", "/abs/dir/**", "../x/*")
 	// moves the search root, which then goes through confinement.
@@ -98,7 +102,7 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 		pattern = rest
 	}
 	pattern = strings.TrimPrefix(pattern, "./")
-	root, err := t.ws.resolveChecked(ctx, base)
+	root, err := t.ws.resolve(base)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}

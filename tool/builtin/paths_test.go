@@ -253,3 +253,22 @@ func TestPathsSymlinkSwap(t *testing.T) {
 		})
 	}
 }
+
+// TestPathsGlobPatternThroughLink: a pattern whose literal part goes
+// through a symlink inside the workspace still works after the policy
+// resolved the path argument.
+func TestPathsGlobPatternThroughLink(t *testing.T) {
+	t.Parallel()
+	ws, _ := pathsWS(t)
+	must(t, os.Symlink("deep", filepath.Join(ws, "src", "deep-link")))
+	p := &policy.Policy{Mode: permission.ModeDefault, Workspace: ws}
+	for _, in := range []map[string]any{
+		{"pattern": "deep-link/*.txt", "path": "src"},
+		{"pattern": "src/deep-link/*.txt"},
+	} {
+		allowed, res := pathsRun(t, p, NewGlob(Config{Workspace: ws}), wsJSON(in), nil)
+		if !allowed || res.IsError || !strings.Contains(res.TextOf(), "other.txt") {
+			t.Errorf("%v: allowed=%v: %s", in, allowed, res.TextOf())
+		}
+	}
+}
