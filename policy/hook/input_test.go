@@ -29,8 +29,9 @@ func TestHookInputWhole(t *testing.T) {
 		reason string // in the outcome's reason
 		ran    bool   // the script ran
 		// what the script saw of TOOL_INPUT, in bytes; -1 to skip
-		envLen  int
-		omitted string
+		envLen     int
+		omitted    string
+		hugeReason bool // PERMISSION_REASON over the limit
 	}{
 		{name: "small", event: PreToolUse, input: commentedRM(10), want: Deny, reason: "guard saw rm -rf", ran: true, envLen: len(commentedRM(10))},
 		{name: "33 KB comment", event: PreToolUse, input: commentedRM(33 << 10), want: Deny, reason: "guard saw rm -rf", ran: true, envLen: len(commentedRM(33 << 10))},
@@ -39,6 +40,8 @@ func TestHookInputWhole(t *testing.T) {
 		{name: "just over the limit", event: PreToolUse, input: commentedRM(maxEnvString - len("TOOL_INPUT=") - len(commentedRM(0))), want: Deny, reason: "too large for the environment of hook guard", ran: false, envLen: -1},
 		{name: "200 KB comment", event: PreToolUse, input: commentedRM(200 << 10), want: Deny, reason: "too large for the environment of hook guard", ran: false, envLen: -1},
 		{name: "NUL byte cannot be passed", event: PreToolUse, input: json.RawMessage("{\"command\":\"ls\x00rm -rf /\"}"), want: Deny, reason: "too large for the environment", ran: false, envLen: -1},
+		// A hook answering for the person is not asked; the person is.
+		{name: "permission request with a huge reason", event: PermissionRequest, input: commentedRM(10), hugeReason: true, want: NoOpinion, reason: "", ran: false, envLen: -1},
 		// An observer is not a gate: it runs with the variable empty and
 		// named in WEFT_HOOK_OMITTED; stdin has everything.
 		{name: "observer of a huge call", event: PostToolUse, input: commentedRM(200 << 10), want: NoOpinion, reason: "", ran: true, envLen: 0, omitted: "TOOL_INPUT"},
@@ -55,11 +58,25 @@ printf %s "$WEFT_HOOK_OMITTED" > "`+ran+`.omitted"
 cat > "`+ran+`.stdin"
 case "$TOOL_INPUT" in *"rm -rf"*) echo "guard saw rm -rf" >&2; exit 2;; esac
 exit 0`)
-			m, _ := newTestManager(t, Options{})
+			// A permission_request guard as users write them: it approves
+			// unless the reason mentions rm.
+			if tc.event == PermissionRequest {
+				guard = script(t, dir, "approve.sh", `touch "`+ran+`"
+case "$PERMISSION_REASON" in *rm*) exit 0;; esac
+echo '{"hookSpecificOutput":{"decision":{"behavior":"allow"}}}'`)
+			}
+			m, logs := newTestManager(t, Options{})
 			if err := m.Register(Def{Name: "guard", Event: tc.event, Command: guard}); err != nil {
 				t.Fatal(err)
 			}
-			out := m.Run(context.Background(), Input{Event: tc.event, ToolName: "Bash", ToolInput: tc.input, Cwd: dir})
+			in := Input{Event: tc.event, ToolName: "Bash", ToolInput: tc.input, Cwd: dir}
+			if tc.hugeReason {
+				in.Reason = "asks for approval of " + strings.Repeat("x", 200<<10) + " rm -rf /"
+			}
+			out := m.Run(context.Background(), in)
+			if tc.hugeReason && !logs.warned("too large", "the person is asked") {
+				t.Errorf("no warning that the hook was skipped:\n%s", logs)
+			}
 			if out.Verdict != tc.want || !strings.Contains(out.Reason, tc.reason) {
 				t.Fatalf("verdict %q (%s), want %q with %q", out.Verdict, out.Reason, tc.want, tc.reason)
 			}
