@@ -28,7 +28,7 @@ const globDescription = `Finds files by name pattern, e.g. "**/*.go", "src/**/*.
 
 - path is the directory to search (default: the workspace); the pattern is matched against paths relative to it.
 - Returns absolute paths of matching files, most recently modified first, at most 1000.
-- Skips files ignored by .gitignore (and .git/info/exclude) and .git directories; hidden files are included. A pattern or path naming an ignored directory (e.g. path "build") searches it.
+- Skips files ignored by .gitignore (and .git/info/exclude), .git directories, and files the permission rules do not let you read; hidden files are included. A pattern or path naming an ignored directory (e.g. path "build") searches it.
 - To search file contents use Grep.`
 
 var globSchema = json.RawMessage(`{

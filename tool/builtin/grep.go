@@ -70,7 +70,7 @@ const grepDescription = `Searches file contents with a regular expression (RE2 s
 - output_mode: "files_with_matches" (default: paths of matching files, most recently modified first), "content" (matching lines as path:line:text; -A, -B and -C add context lines, -n shows line numbers and is on by default), "count" (number of matching lines per file).
 - Filter files with glob (e.g. "*.js", "**/*.{ts,tsx}"; several separated by spaces, "!" excludes) or type (e.g. "go", "py", "js", "ts", "rust", "java").
 - Matches stay within one line unless multiline is true; then "." also matches newlines and a pattern may span lines.
-- Skips files ignored by .gitignore, hidden files and directories, and binary files.
+- Skips files ignored by .gitignore, hidden files and directories, binary files, and files the permission rules do not let you read.
 - head_limit keeps only the first N lines (content) or entries (files, counts).
 - Use Grep rather than grep or rg through Bash.`
 
