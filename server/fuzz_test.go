@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,16 +19,22 @@ func FuzzDecodeBody(f *testing.F) {
 		``, `{}`, `null`, `{"prompt":"hi"}`, `{"prompt":"hi","max_turns":3,"stop_sequences":["x"]}`,
 		`{"prompt":5}`, `{"prompt":"x"} x`, `[`, `{"prompt":"\ud800"}`, `{"max_turns":1e400}`,
 		`{"stop_sequences":[null,"a"]}`, `"str"`, `{"allow":true,"reason":"r"}`, "\xff\xfe",
+		`{"prompt":"hi","sesion_id":"x"}`, `{"prompt":"hi","model":"m","extra":{"deep":[1]}}`, `{"prompt":"hi","":1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/v1/agent/run", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		var q turnRequest
 		if decodeBody(rec, req, &q) {
 			if rec.Code != http.StatusOK || rec.Body.Len() != 0 {
 				t.Fatalf("decoded, yet wrote a response: %d %s", rec.Code, rec.Body)
+			}
+			// A field turnRequest does not have is refused, never dropped.
+			if k := unknownKey(body, "prompt", "model", "system_prompt", "max_turns", "stop_sequences", "thinking"); k != "" {
+				t.Fatalf("%q decoded with the unknown field %q", body, k)
 			}
 			msg := q.validate()
 			if msg == "" && strings.TrimSpace(q.Prompt) == "" {
@@ -42,6 +49,7 @@ func FuzzDecodeBody(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Type != errInvalidRequest || e.Error.Message == "" {
 			t.Fatalf("error response %q (%v) for %q", rec.Body, err, body)
 		}
+
 		// Whatever decodes into a permission answer or a session request
 		// does not panic either.
 		var p struct {
@@ -50,6 +58,21 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 		_ = decodeJSON(bytes.NewReader(body), &p)
 	})
+}
+
+// unknownKey returns a top-level key of a JSON object body that matches
+// none of known (encoding/json matches names case-insensitively).
+func unknownKey(body []byte, known ...string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	for k := range m {
+		if !slices.ContainsFunc(known, func(n string) bool { return strings.EqualFold(n, k) }) {
+			return k
+		}
+	}
+	return ""
 }
 
 // FuzzParsePosition: a position is a non-negative integer written in

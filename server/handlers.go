@@ -15,10 +15,34 @@ import (
 	"github.com/weft-run/weft/runtime"
 )
 
+// healthTimeout bounds the store check of GET /v1/health.
+const healthTimeout = 2 * time.Second
+
+// handleHealth answers 200 {"status":"ok"} when the runtime and its store
+// answer, and 503 {"status":"unavailable", "error":{...}} when they do not
+// (or the server is shutting down), so that a load balancer or an
+// orchestrator stops sending work to it. What failed is logged, not shown.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	now := time.Now().UTC().Format(time.RFC3339)
+	if err := s.rt.Health(ctx); err != nil {
+		msg := "the store is unavailable"
+		if errors.Is(err, runtime.ErrClosed) {
+			msg = "the server is shutting down"
+		} else {
+			s.log.Error("health check failed", "request_id", requestID(r.Context()), "error", err)
+		}
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+			"status": "unavailable", "timestamp": now, "version": s.cfg.Version,
+			"error": errorDetail{Type: errInternal, Message: msg},
+		})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{
 		"status":    "ok",
-		"timestamp": time.Now().UTC().Format(time.RFC3339),
+		"timestamp": now,
 		"version":   s.cfg.Version,
 	})
 }
@@ -251,8 +275,11 @@ func toSessionJSON(s runtime.Session) sessionJSON {
 		MessageCount: s.MessageCount, LastSeq: s.LastSeq}
 }
 
+// sessionIDRule is what validSessionID accepts, as an error message.
+const sessionIDRule = "session_id must be 1 to 128 letters, digits, '-', '_', '.' or ':', starting with a letter or digit"
+
 // validSessionID keeps client-chosen ids usable as one URL path segment
-// and safe in logs.
+// and safe in logs. Every front door that creates sessions checks it.
 func validSessionID(id string) bool {
 	if id == "" || len(id) > 128 {
 		return false
@@ -277,8 +304,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.SessionID != "" && !validSessionID(q.SessionID) {
-		writeError(w, http.StatusBadRequest, errInvalidRequest,
-			"session_id must be 1 to 128 letters, digits, '-', '_', '.' or ':', starting with a letter or digit")
+		writeError(w, http.StatusBadRequest, errInvalidRequest, sessionIDRule)
 		return
 	}
 	sess, err := s.rt.CreateSession(r.Context(), q.SessionID)
