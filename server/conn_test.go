@@ -287,9 +287,9 @@ func TestNetHTTPErrorRecognition(t *testing.T) {
 func TestHealth503(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name   string
+		name    string
 		breakIt func(a *api)
-		want   string
+		want    string
 	}{
 		{"store closed", func(a *api) { _ = a.db.Close() }, "store"},
 		{"shutting down", func(a *api) { _ = a.rt.Shutdown(context.Background()) }, "shutting down"},
