@@ -177,6 +177,8 @@ func TestWebSocketUpgradeOrigin(t *testing.T) {
 		{"foreign", nil, "http://evil.example", http.StatusForbidden},
 		{"foreign, other CORS origin", []string{"http://localhost:3000"}, "http://evil.example", http.StatusForbidden},
 		{"CORS origin", []string{"http://localhost:3000"}, "http://localhost:3000", http.StatusSwitchingProtocols},
+		{"IPv6 CORS origin", []string{"http://[::1]:3000"}, "http://[::1]:3000", http.StatusSwitchingProtocols},
+		{"CORS origin with the default port", []string{"http://ui.example:80"}, "http://ui.example", http.StatusSwitchingProtocols},
 		{"no origin", nil, "", http.StatusSwitchingProtocols},
 		{"own origin", nil, "self", http.StatusSwitchingProtocols},
 	}

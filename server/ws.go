@@ -137,17 +137,26 @@ func (o wsOptions) withDefaults() wsOptions {
 // (browsers cannot set headers on a WebSocket, so it accepts ?token= here).
 // The connection ends with 1001 going away when the server closes.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	// The origin guard has refused foreign origins with the error JSON
+	// already; the library checks again, with the origins written the way
+	// the guard compares them.
+	anyOrigin, allowed := s.corsOrigins()
 	var origins []string
-	for _, o := range s.cfg.CORSOrigins {
-		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
-			origins = append(origins, o)
-		}
+	if anyOrigin {
+		origins = append(origins, "*")
+	}
+	for o := range allowed {
+		// The library matches patterns with filepath.Match: an IPv6
+		// origin's brackets must not read as a character class.
+		origins = append(origins, globEscaper.Replace(o))
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
 	acceptWS(w, r.WithContext(ctx), s.rt, s.log, wsOptions{OriginPatterns: origins, KeepAlive: s.keepalive})
 }
+
+var globEscaper = strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`, `*`, `\*`, `?`, `\?`)
 
 // acceptWS upgrades the request and serves the connection until it ends.
 func acceptWS(w http.ResponseWriter, r *http.Request, rt *runtime.Runtime, log *slog.Logger, opt wsOptions) {
