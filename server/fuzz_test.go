@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,53 @@ func FuzzParsePosition(f *testing.F) {
 		want, perr := strconv.ParseInt(used, 10, 64)
 		if perr != nil || want != n || strings.ContainsAny(used, "+-") {
 			t.Fatalf("%q parsed as %d (strconv: %d, %v)", used, n, want, perr)
+		}
+	})
+}
+
+// FuzzHostAllowed: without configured hosts only localhost, *.localhost
+// and IP addresses pass, whatever the case, port or brackets; parsing
+// never panics.
+func FuzzHostAllowed(f *testing.F) {
+	for _, s := range []string{"localhost:8080", "LOCALHOST.", "a.localhost", "evillocalhost", "127.0.0.1:80", "[::1]:1",
+		"[::1", "::1", "fe80::1%eth0", "evil.example", "localhost.evil.example", "localhost@evil", "", ":", "[]:80", "2130706433",
+		"xn--localhost", "localhost:8080:9090", "[localhost]:80", "a b", "\x00"} {
+		f.Add(s)
+	}
+	none := newHostAllowlist(nil)
+	f.Fuzz(func(t *testing.T, host string) {
+		ok := none.allowed(host)
+		if !ok {
+			return
+		}
+		name := hostName(host)
+		_, ipErr := netip.ParseAddr(name)
+		if name != "localhost" && !strings.HasSuffix(name, ".localhost") && ipErr != nil {
+			t.Fatalf("%q (name %q) is allowed", host, name)
+		}
+		if !none.allowed(strings.ToUpper(host)) {
+			t.Fatalf("%q is allowed, its upper case is not", host)
+		}
+	})
+}
+
+// FuzzNetHTTPError: recognising net/http's own answers never panics, and
+// recognises only error statuses.
+func FuzzNetHTTPError(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 431 Request Header Fields Too Large" + netHTTPErrorHeaders + "431 Request Header Fields Too Large",
+		"HTTP/1.1 400 Bad Request: x" + netHTTPErrorHeaders, "HTTP/1.1 " + netHTTPErrorHeaders, "HTTP/1.1 99" + netHTTPErrorHeaders,
+		"HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\n\r\n", "id: 1\n", "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		code, _, ok := netHTTPError(p)
+		if ok && (code < 400 || code > 599) {
+			t.Fatalf("status %d recognised in %q", code, p)
+		}
+		if ok {
+			_ = netHTTPErrorMessage(code, "", 4096)
 		}
 	})
 }
