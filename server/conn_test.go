@@ -301,6 +301,12 @@ func TestHealth503(t *testing.T) {
 				t.Fatalf("healthy: %v", m)
 			}
 			tc.breakIt(a)
+			// Checks are cached for a second.
+			waitFor(t, "the next check", func() bool {
+				resp := a.do("GET", "/v1/health", nil)
+				resp.Body.Close()
+				return resp.StatusCode != http.StatusOK
+			})
 			resp := a.do("GET", "/v1/health", nil)
 			defer resp.Body.Close()
 			var m struct {

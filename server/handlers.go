@@ -18,15 +18,34 @@ import (
 // healthTimeout bounds the store check of GET /v1/health.
 const healthTimeout = 2 * time.Second
 
+// healthTTL is how long a store check answers GET /v1/health: the endpoint
+// needs no token, and the check waits for the store's write connection, so
+// a flood of health checks must not become a flood of store calls.
+const healthTTL = time.Second
+
+// health checks the runtime at most once per healthTTL; concurrent
+// callers share one check. The check does not depend on any caller's
+// connection, whose end would otherwise be taken for the store's failure.
+func (s *Server) health(ctx context.Context) error {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if !s.healthAt.IsZero() && time.Since(s.healthAt) < healthTTL {
+		return s.healthErr
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
+	defer cancel()
+	s.healthErr = s.rt.Health(ctx)
+	s.healthAt = time.Now()
+	return s.healthErr
+}
+
 // handleHealth answers 200 {"status":"ok"} when the runtime and its store
 // answer, and 503 {"status":"unavailable", "error":{...}} when they do not
 // (or the server is shutting down), so that a load balancer or an
 // orchestrator stops sending work to it. What failed is logged, not shown.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
 	now := time.Now().UTC().Format(time.RFC3339)
-	if err := s.rt.Health(ctx); err != nil {
+	if err := s.health(r.Context()); err != nil {
 		msg := "the store is unavailable"
 		if errors.Is(err, runtime.ErrClosed) {
 			msg = "the server is shutting down"

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weft-run/weft/runtime"
@@ -105,6 +106,11 @@ type Server struct {
 	toolsBody []byte
 	mux       *http.ServeMux
 	handler   http.Handler
+
+	// The last health check (see health).
+	healthMu  sync.Mutex
+	healthAt  time.Time
+	healthErr error
 
 	// closing is cancelled by Close: every open stream (SSE, WebSocket)
 	// ends cleanly when it is.
