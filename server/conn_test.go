@@ -253,6 +253,11 @@ func TestNetHTTPErrorsAreJSON(t *testing.T) {
 	decodeErr(t, resp, http.StatusBadRequest, errInvalidRequest)
 	resp = a.do("GET", "/v1/nope", nil)
 	decodeErr(t, resp, http.StatusNotFound, errNotFound)
+	resp = a.do("DELETE", "/v1/health", nil)
+	if allow := resp.Header.Get("Allow"); !strings.Contains(allow, "GET") {
+		t.Errorf("405 with Allow %q", allow)
+	}
+	decodeErr(t, resp, http.StatusMethodNotAllowed, errInvalidRequest)
 }
 
 // TestNetHTTPErrorRecognition pins what is rewritten: net/http's own
