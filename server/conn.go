@@ -158,6 +158,10 @@ type listener struct {
 	mu   sync.Mutex
 	open int
 	byIP map[string]int
+	// Refusals are logged at most once a second (a flood of connections
+	// must not become a flood of log lines), with how many there were.
+	refused   int
+	refusedAt time.Time
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -206,7 +210,16 @@ func (l *listener) release(ip string) {
 func (l *listener) refuse(c net.Conn, ip, msg string) {
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	_, _ = c.Write(errorResponse(http.StatusServiceUnavailable, errInternal, msg, newRequestID(), "Retry-After: 1\r\n"))
-	l.s.log.Warn("connection refused", "remote", ip, "reason", msg)
+	l.mu.Lock()
+	l.refused++
+	n, logIt := l.refused, time.Since(l.refusedAt) >= time.Second
+	if logIt {
+		l.refused, l.refusedAt = 0, time.Now()
+	}
+	l.mu.Unlock()
+	if logIt {
+		l.s.log.Warn("connections refused", "count", n, "last_remote", ip, "reason", msg)
+	}
 	select {
 	case l.linger <- struct{}{}:
 		go func() {
