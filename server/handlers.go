@@ -32,10 +32,13 @@ func (s *Server) health(ctx context.Context) error {
 	if !s.healthAt.IsZero() && time.Since(s.healthAt) < healthTTL {
 		return s.healthErr
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
 	defer cancel()
-	s.healthErr = s.rt.Health(ctx)
+	s.healthErr = s.rt.Health(rctx)
 	s.healthAt = time.Now()
+	if s.healthErr != nil && !errors.Is(s.healthErr, runtime.ErrClosed) {
+		s.log.Error("health check failed", "request_id", requestID(ctx), "error", s.healthErr)
+	}
 	return s.healthErr
 }
 
@@ -49,8 +52,6 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		msg := "the store is unavailable"
 		if errors.Is(err, runtime.ErrClosed) {
 			msg = "the server is shutting down"
-		} else {
-			s.log.Error("health check failed", "request_id", requestID(r.Context()), "error", err)
 		}
 		w.Header().Set("Retry-After", "5")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
