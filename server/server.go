@@ -58,8 +58,8 @@ type Config struct {
 	AllowedHosts []string
 	// RateLimit is requests per minute per client IP: 0 means 60, a
 	// negative value turns rate limiting off. It counts authenticated
-	// requests but event-stream and WebSocket opens (reconnects must never
-	// be refused: EventSource gives up for good on a 429); requests that
+	// requests except event-stream and WebSocket opens (reconnects must
+	// never be refused: EventSource gives up for good on a 429); requests that
 	// fail authentication have a budget of their own.
 	RateLimit int
 	// BodyReadTimeout bounds how long a client may take to send a request

@@ -689,9 +689,9 @@ func (t *wsTranslator) apply(ev runtime.Event) []wsEvent {
 func (t *wsTranslator) emit(e wsEvent) { t.out = append(t.out, e) }
 
 // take removes the pending message with seq from the queue and returns its
-// text. Messages older than it that are still pending are removed too:
-// the runtime runs messages in order, so those died with a process that
-// crashed before it could record them (that is the only way to lose one).
+// text. When it is consumed, the older messages still pending are removed
+// too: the runtime runs messages in order, so those died with a process
+// that crashed before it could record what became of them.
 func (t *wsTranslator) take(seq int64, consumed bool) string {
 	for i, p := range t.pending {
 		if p.seq == seq {
