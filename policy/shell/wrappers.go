@@ -293,7 +293,7 @@ func (z *analyzer) env(args []word, c *ctx) ([]word, bool) {
 }
 
 // envSplit splits env -S's string as env does, for the strings without
-// escapes or ${VAR}: words separated by blanks, with '' and "" quoting.
+// escapes or ${VAR}: words separated by blanks, with ” and "" quoting.
 func envSplit(s word) ([]word, bool) {
 	if !s.literal() || strings.ContainsAny(s.val, `\$#`) {
 		return nil, false
