@@ -383,9 +383,9 @@ func SplitGlob(p string) (dir, rest string) {
 }
 
 // DoublestarPattern is the set of paths a doublestar glob (the syntax of
-// Read(...) and Edit(...) rules) matches, or a little more: ** matches
-// any run of bytes and may swallow the slash after it, * any run without
-// '/', ? and [...] at least one byte, and {a,b} anything at all. Saying
+// Read(...) and Edit(...) rules) matches, or a little more: **/ matches
+// any number of directories, * any run without '/', ? and [...] at least
+// one byte, and {a,b} anything at all. Saying
 // "might match" a little too often is the safe side for a deny rule.
 func DoublestarPattern(glob string) Pattern {
 	b := newBuilder()
@@ -398,14 +398,17 @@ func DoublestarPattern(glob string) Pattern {
 			b.one(byteSet{b: glob[i]})
 		case '*':
 			if i+1 < len(glob) && glob[i+1] == '*' {
+				start := i == 0 || glob[i-1] == '/'
 				for i+1 < len(glob) && glob[i+1] == '*' {
 					i++
 				}
-				b.star(anyByte)
-				if i+1 < len(glob) && glob[i+1] == '/' {
+				if start && i+1 < len(glob) && glob[i+1] == '/' {
+					// A whole **/ component: any number of directories.
 					i++
-					b.opt(func() { b.lit("/") })
+					b.opt(func() { b.star(anyByte); b.lit("/") })
+					continue
 				}
+				b.star(anyByte)
 				continue
 			}
 			b.star(nameByte)

@@ -111,7 +111,7 @@ const maxArgs = 4096
 // it reads and writes, and whatever could not be resolved. It never
 // fails: a script that does not parse yields a Problem.
 func Analyze(src string) (a Analysis) {
-	z := &analyzer{seen: map[string]bool{}, stages: map[*syntax.Stmt]stageRef{}, vars: map[string]*variable{}}
+	z := &analyzer{seen: map[string]bool{}, stages: map[*syntax.Stmt]stageRef{}, vars: map[string]*variable{}, assoc: map[string]bool{}}
 	defer func() {
 		// The parser is third-party code; a bug there must not take the
 		// permission check down with it, and an analysis cut short must
@@ -137,7 +137,8 @@ type analyzer struct {
 	// vars is what the script may store in each variable; checks run at
 	// the end, when every assignment is known.
 	vars     map[string]*variable
-	anyVars  bool // code the analysis cannot see may set any variable
+	assoc    map[string]bool // declared -A: subscripts are strings, not arithmetic
+	anyVars  bool            // code the analysis cannot see may set any variable
 	checks   []func()
 	readArgs []pendingRead
 	// cd is set when the script changes directory, relWrite when it
@@ -268,8 +269,8 @@ func (z *analyzer) script(src string, depth int, base fdTable) {
 
 // finish adds the conclusions that need the whole script.
 func (z *analyzer) finish() {
-	for _, check := range z.checks {
-		check()
+	for i := 0; i < len(z.checks); i++ { // a check may queue more
+		z.checks[i]()
 	}
 	z.resolveReads()
 	if z.cd && z.relWrite {
@@ -591,7 +592,12 @@ func (z *analyzer) words(ws []*syntax.Word) []word {
 			continue
 		}
 		kind := Literal
-		if hasGlob(w) {
+		switch {
+		case hasExtGlob(w):
+			// @(rm), +(a|b): patterns this analysis does not match;
+			// only with shopt -s extglob, and then anything may match.
+			kind = Dynamic
+		case hasGlob(w):
 			kind = Glob
 		}
 		for _, v := range vals {
@@ -640,6 +646,13 @@ func hasGlob(w *syntax.Word) bool {
 		}
 	}
 	return hasWildcard(unquoted.String())
+}
+
+func hasExtGlob(w *syntax.Word) bool {
+	return slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+		_, ok := p.(*syntax.ExtGlob)
+		return ok
+	})
 }
 
 // literalFields expands a static word into at most limit fields. A

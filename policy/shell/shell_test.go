@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -287,12 +288,32 @@ func TestSeverityString(t *testing.T) {
 	}
 }
 
+func allLiteral(c Command) bool {
+	return !c.MoreArgs && !slices.ContainsFunc(c.Kinds, func(k Kind) bool { return k != Literal })
+}
+
+func absPath(p string) string {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		return path.Clean("/home/u/" + p[1:])
+	case strings.HasPrefix(p, "/"):
+		return path.Clean(p)
+	}
+	return path.Clean("/ws/" + p)
+}
+
+// FuzzAnalyze: the analysis never fails, and what it reports is
+// consistent: Text is the joined Args, every Opaque entry is a Problem,
+// every literal path names itself, messages are one line.
 func FuzzAnalyze(f *testing.F) {
 	for _, s := range []string{
 		"git status && rm -rf /", "echo $(a `b`) <(c) > d", ":(){ :|:& };:", "bash -c 'eval \"ls\"'",
 		"sudo -u x env -i timeout 5 xargs -0 rm", "cat <<EOF | sh\nls\nEOF", "{a,b}{c,d}", "f() { f | f & }",
 		"find / -exec sh -c 'x' \\;", "a=$(b) c=${d:-$(e)} f", "echo ${x/y/$(z)}", "((a[$(b)]))", "'",
 		"git -C x -c a.b=c push -f +x", "dd of=/dev/sda", "trap 'eval x' EXIT", "\x00\xff",
+		"bash <<<'ls' 3<f 0<&3 <&3- {fd}<g", "x='a[$(id)]'; (( x )); echo ${!x} ${x@P} ${a[x]:x:x}",
+		"declare -n r=x; declare -i n=r; let n++", "env -S'-i A=1 sh -c \"ls\"' --", "xargs -I{} -a f sh -c '{}'",
+		"cd a; cd ../b; cat *.go x/.e*", "/b?n/r[m] -rf ~", "cat $(<f) < <(ls) <> g", "f() { bash; }; f <x",
 	} {
 		f.Add(s)
 	}
@@ -305,6 +326,28 @@ func FuzzAnalyze(f *testing.F) {
 		for _, c := range a.Commands {
 			if c.Text != strings.Join(c.Args, " ") {
 				t.Fatalf("text %q is not the joined args %q", c.Text, c.Args)
+			}
+			if len(c.Kinds) != len(c.Args) {
+				t.Fatalf("%d kinds for %d args", len(c.Kinds), len(c.Args))
+			}
+			// A rule naming the command must be able to match it.
+			if !WildcardPattern(c.Text).Intersects(c.Pattern(false)) && allLiteral(c) {
+				t.Fatalf("%q does not match its own text", c.Text)
+			}
+		}
+		for _, o := range a.Opaque {
+			if !slices.Contains(a.Problems, o) {
+				t.Fatalf("opaque %q is not a problem", o)
+			}
+		}
+		for _, p := range append(slices.Clone(a.Reads), a.Writes...) {
+			if p.Kind == Literal && !p.Unrooted && !p.Pattern("/ws", "/home/u").Intersects(LiteralPattern(absPath(p.Name))) {
+				t.Fatalf("path %+v does not name itself", p)
+			}
+		}
+		for _, p := range a.Problems {
+			if strings.ContainsAny(p, "\n\r") {
+				t.Fatalf("problem %q is not one line", p)
 			}
 		}
 	})

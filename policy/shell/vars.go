@@ -142,7 +142,7 @@ func (z *analyzer) evaluated(n syntax.Node) {
 	case *syntax.Assign:
 		z.assignNode(n)
 	case *syntax.ArrayElem:
-		z.arith(n.Index)
+		z.subscript(z.arrayOf(n), n.Index)
 	case *syntax.DeclClause:
 		z.decl(n)
 	case *syntax.ForClause:
@@ -197,9 +197,34 @@ func testWord(x syntax.TestExpr) *syntax.Word {
 	return w
 }
 
+// arrayOf is the name of the array an element of an array literal
+// belongs to: the assignment above it on the walk.
+func (z *analyzer) arrayOf(e *syntax.ArrayElem) string {
+	for i := len(z.stack) - 1; i >= 0; i-- {
+		if as, ok := z.stack[i].(*syntax.Assign); ok && as.Name != nil {
+			return as.Name.Value
+		}
+	}
+	return ""
+}
+
+// subscript checks an array subscript: arithmetic, unless the array is
+// associative (declare -A), whose keys are strings. Which one it is is
+// known at the end.
+func (z *analyzer) subscript(array string, x syntax.ArithmExpr) {
+	if x == nil {
+		return
+	}
+	z.later(func() {
+		if !z.assoc[array] {
+			z.arith(x)
+		}
+	})
+}
+
 func (z *analyzer) assignNode(as *syntax.Assign) {
-	if as.Index != nil {
-		z.arith(as.Index)
+	if as.Index != nil && as.Name != nil {
+		z.subscript(as.Name.Value, as.Index)
 	}
 	if as.Name == nil || as.Naked {
 		return
@@ -225,8 +250,8 @@ func (z *analyzer) assignNode(as *syntax.Assign) {
 
 // paramExp checks an expansion for the parts bash evaluates.
 func (z *analyzer) paramExp(pe *syntax.ParamExp) {
-	if pe.Index != nil && !allElems(pe.Index) {
-		z.arith(pe.Index)
+	if pe.Index != nil && !allElems(pe.Index) && pe.Param != nil {
+		z.subscript(pe.Param.Value, pe.Index)
 	}
 	if pe.Slice != nil {
 		z.arith(pe.Slice.Offset)
@@ -567,6 +592,11 @@ func (z *analyzer) declare(variant string, args []word, names []string) {
 		}
 	}
 	f := flags.String()
+	if strings.Contains(f, "A") {
+		for _, n := range names {
+			z.assoc[n] = true
+		}
+	}
 	if variant == "nameref" || (variant != "export" && variant != "readonly" && strings.Contains(f, "n")) {
 		z.opaque(fmt.Sprintf("%s -n makes a name refer to another variable; cannot follow what it changes", variant))
 	}

@@ -68,7 +68,7 @@ var wrappers = map[string]wrapper{
 		"boottime=", "load-interp=", "help", "version"}}},
 	// GNU time, as a program (command time, /usr/bin/time); the bash
 	// keyword is syntax the parser already sees through.
-	"time": {opts: optSpec{"+agqvpo:f:V", []string{"append", "format=", "output=", "portability", "quiet", "verbose", "help", "version"}}},
+	"time": {opts: optSpec{"+af:o:pqvV", []string{"append", "format=", "output=", "portability", "quiet", "verbose", "help", "version"}}},
 	"sudo": {opts: optSpec{"+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv", []string{"askpass", "auth-type=", "background", "bell",
 		"close-from=", "login-class=", "chdir=", "preserve-env=?", "edit", "group=", "set-home", "help", "host=", "login",
 		"remove-timestamp", "reset-timestamp", "list", "non-interactive", "no-update", "preserve-groups", "prompt=", "chroot=",
