@@ -18,6 +18,8 @@ import "testing"
 //	         ask Bash(git push:*); deny Bash(rm:*), Read(./.env)
 //	floor:   allow Bash(git status), Bash(echo:*) and nothing else, so the
 //	         danger floor alone stands between a command and running
+//	repl:    allow Bash(python3), Bash(node) (the interpreters, meant for
+//	         their prompt), Bash(echo:*), Bash(cat:*)
 var corpusSets = map[string]struct{ allow, ask, deny []string }{
 	"project": {
 		allow: []string{"Bash(git status)", "Bash(git diff:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(ls:*)",
@@ -26,6 +28,7 @@ var corpusSets = map[string]struct{ allow, ask, deny []string }{
 		deny: []string{"Bash(rm:*)", "Read(./.env)"},
 	},
 	"floor": {allow: []string{"Bash(git status)", "Bash(echo:*)"}},
+	"repl":  {allow: []string{"Bash(python3)", "Bash(node)", "Bash(echo:*)", "Bash(cat:*)"}},
 }
 
 const (
@@ -65,6 +68,13 @@ var corpus = []struct {
 	{"control", "floor", "bash <<<'rm -rf ~' 4<<<'echo ok'", floored},
 	{"stdin", "floor", "bash /dev/fd/3 3<<<'rm -rf /' <<<'echo ok'", floored},
 	{"stdin", "floor", "bash <<<'echo ok' 0<&3 3<<<'rm -rf /'", asks}, // fd 3 is not open yet when it is copied
+	// An interpreter reading its program from stdin runs code no rule sees.
+	{"stdin", "repl", "echo 'import os; os.system(\"id\")' | python3", asks},
+	{"stdin", "repl", "cat evil.py | python3", asks},
+	{"stdin", "repl", "python3 <<<'import os'", asks},
+	{"stdin", "repl", "node < evil.js", asks},
+	{"control", "repl", "python3", allowed},
+	{"control", "repl", "python3 -c 'print(1)'", asks},
 	// control: what bash really runs is analyzed and allowed.
 	{"control", "project", "bash 0<evil.sh <<<'git status'", allowed},
 	{"control", "project", "bash <<<'git status' 3<evil.sh", allowed},

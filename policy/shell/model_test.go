@@ -472,3 +472,33 @@ func TestGetopt(t *testing.T) {
 		t.Errorf("permuting: %s", got)
 	}
 }
+
+// Patterns grow linearly with what they describe, so a hostile command
+// (a glob of ten thousand stars) cannot make the check slow.
+func TestPatternSize(t *testing.T) {
+	t.Parallel()
+	glob := strings.Repeat("*?", 5000) + ".env"
+	if n := len(GlobPattern("/ws", glob).states); n > 20*len(glob) {
+		t.Errorf("%d states for a %d-byte glob", n, len(glob))
+	}
+	cmd := Command{Args: []string{"rm", strings.Repeat("$x", 5000)}, Kinds: []Kind{Literal, Dynamic}}
+	cmd.Text = strings.Join(cmd.Args, " ")
+	if n := len(cmd.Pattern(true).states); n > 100 {
+		t.Errorf("%d states for a dynamic word", n)
+	}
+	// Many uses of many variables: each answer is computed once.
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "x%d=x%d; ", i, i+1)
+	}
+	for range 2000 {
+		b.WriteString("echo $((x0)); ")
+	}
+	if a := Analyze(b.String()); len(a.Opaque) != 0 {
+		t.Errorf("opaque = %q", a.Opaque)
+	}
+	a := Analyze("cat " + glob)
+	if len(a.Reads) != 1 || a.Reads[0].Kind != Glob {
+		t.Errorf("reads = %v", paths(a.Reads))
+	}
+}

@@ -286,39 +286,49 @@ func hasWildcard(c string) bool {
 
 // component appends one path component of a shell pattern. A wildcard
 // never matches '/', and a name starting with '.' must be matched by a
-// literal '.': * and ? at the start of a component do not match it, as in
-// bash without dotglob. A ? is one character, which may be several bytes.
-func (b *builder) component(elems []globElem, leadingDot bool) {
-	if len(elems) == 0 {
-		return
-	}
-	e, rest := elems[0], elems[1:]
-	switch {
-	case e.kind == 0:
-		b.one(byteSet{b: e.lit})
-		b.component(rest, false)
-	case e.kind == '?':
-		first := nameByte
-		if leadingDot {
-			first = nonDotStart
+// literal '.': no wildcard may match a leading dot, as in bash without
+// dotglob. A ? is one character, which may be several bytes.
+//
+// The leading-dot rule is the product with a two-state automaton: copy A
+// of the component has consumed nothing yet and its wildcards refuse
+// '.', copy B is the component as it is; every byte consumed in A moves
+// to B.
+func (b *builder) component(elems []globElem) {
+	c := newBuilder()
+	for _, e := range elems {
+		switch e.kind {
+		case 0:
+			c.one(byteSet{b: e.lit})
+		case '?':
+			c.one(nameByte)
+			c.star(nameByte)
+		case '*':
+			c.star(nameByte)
 		}
-		b.one(first)
-		b.star(nameByte)
-		b.component(rest, false)
-	case !leadingDot:
-		b.star(nameByte)
-		b.component(rest, false)
-	default:
-		// A leading *: either it takes a first byte (not '.'), or it is
-		// empty and the next element must not start with '.' either.
-		b.alt(func() {
-			b.one(nonDotStart)
-			b.star(nameByte)
-			b.component(rest, false)
-		}, func() {
-			b.component(rest, true)
-		})
 	}
+	n := len(c.st)
+	from := b.end()
+	offA := len(b.st)
+	offB := offA + n
+	b.st = append(b.st, make([]pstate, 2*n)...)
+	for i, s := range c.st {
+		for _, e := range s.eps {
+			b.eps(offA+i, offA+e)
+			b.eps(offB+i, offB+e)
+		}
+		for _, e := range s.edges {
+			first := e.set
+			if first.any {
+				first.noDot = true
+			}
+			b.st[offA+i].edges = append(b.st[offA+i].edges, pedge{first, offB + e.to})
+			b.st[offB+i].edges = append(b.st[offB+i].edges, pedge{e.set, offB + e.to})
+		}
+	}
+	b.eps(from, offA)
+	join := b.add()
+	b.eps(offA+c.end(), join)
+	b.eps(offB+c.end(), join)
 }
 
 // GlobPattern is the set of paths the shell pattern glob names, made
@@ -348,7 +358,7 @@ func GlobPattern(dir, glob string) Pattern {
 	}
 	for _, c := range comps {
 		b.lit("/")
-		b.component(parseGlob(c), true)
+		b.component(parseGlob(c))
 	}
 	return b.pattern()
 }

@@ -111,7 +111,7 @@ const maxArgs = 4096
 // it reads and writes, and whatever could not be resolved. It never
 // fails: a script that does not parse yields a Problem.
 func Analyze(src string) (a Analysis) {
-	z := &analyzer{seen: map[string]bool{}, stages: map[*syntax.Stmt]stageRef{}, vars: map[string]*variable{}, assoc: map[string]bool{}}
+	z := &analyzer{seen: map[string]bool{}, stages: map[*syntax.Stmt]stageRef{}, vars: map[string]*variable{}, assoc: map[string]bool{}, memo: map[string]bool{}}
 	defer func() {
 		// The parser is third-party code; a bug there must not take the
 		// permission check down with it, and an analysis cut short must
@@ -138,6 +138,7 @@ type analyzer struct {
 	// the end, when every assignment is known.
 	vars     map[string]*variable
 	assoc    map[string]bool // declared -A: subscripts are strings, not arithmetic
+	memo     map[string]bool // answers of safe
 	anyVars  bool            // code the analysis cannot see may set any variable
 	checks   []func()
 	readArgs []pendingRead

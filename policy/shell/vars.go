@@ -264,7 +264,7 @@ func (z *analyzer) paramExp(pe *syntax.ParamExp) {
 	text := printWord(&syntax.Word{Parts: []syntax.WordPart{pe}})
 	if pe.Excl && pe.Names == 0 && (pe.Index == nil || !allElems(pe.Index)) {
 		z.later(func() {
-			if !z.safe(name, indirectText, nil) {
+			if !z.safe(name, asName, nil) {
 				z.opaque(fmt.Sprintf("%s expands the variable %s names, and a name with a subscript runs code", text, name))
 			}
 		})
@@ -276,7 +276,7 @@ func (z *analyzer) paramExp(pe *syntax.ParamExp) {
 	case syntax.OtherParamOps:
 		if pe.Exp.Word != nil && strings.ContainsAny(pe.Exp.Word.Lit(), "P") {
 			z.later(func() {
-				if !z.safe(name, promptText, nil) {
+				if !z.safe(name, asPrompt, nil) {
 					z.opaque(fmt.Sprintf("%s expands %s like a prompt, which runs the command substitutions in it", text, name))
 				}
 			})
@@ -343,7 +343,7 @@ func (z *analyzer) arithWord(w *syntax.Word) bool {
 	if pe.Length && pe.Param != nil {
 		return true
 	}
-	return plainParam(pe) && z.safe(pe.Param.Value, z.arithText, nil)
+	return plainParam(pe) && z.safe(pe.Param.Value, asArith, nil)
 }
 
 // arithText reports whether s, evaluated as an arithmetic expression,
@@ -365,7 +365,7 @@ func (z *analyzer) arithText(s string, seen map[string]bool) bool {
 			for j < len(s) && isNameByte(s[j]) {
 				j++
 			}
-			if !z.safe(s[i:j], z.arithText, seen) {
+			if !z.safe(s[i:j], asArith, seen) {
 				return false
 			}
 			if j < len(s) && s[j] == '[' {
@@ -384,9 +384,31 @@ func (z *analyzer) arithText(s string, seen map[string]bool) bool {
 	return true
 }
 
-// safe reports whether every value name can hold passes ok. seen breaks
-// cycles (x=y; y=x), which bash reports as an error, running nothing.
-func (z *analyzer) safe(name string, ok func(string, map[string]bool) bool, seen map[string]bool) bool {
+// use is how bash evaluates a value.
+type use uint8
+
+const (
+	asArith  use = iota // an arithmetic expression
+	asName              // a variable name, with a subscript maybe
+	asPrompt            // a prompt string
+)
+
+// harmless reports whether evaluating text as u runs nothing but what
+// the analysis has seen.
+func (z *analyzer) harmless(u use, text string, seen map[string]bool) bool {
+	switch u {
+	case asArith:
+		return z.arithText(text, seen)
+	case asName:
+		return indirectText(text)
+	}
+	return promptText(text)
+}
+
+// safe reports whether every value name can hold is harmless evaluated as
+// ok. seen breaks cycles (x=y; y=x), which bash reports as an error,
+// running nothing.
+func (z *analyzer) safe(name string, ok use, seen map[string]bool) bool {
 	switch {
 	case name == "#" || name == "?" || name == "$" || name == "!" || name == "-":
 		return true
@@ -397,7 +419,15 @@ func (z *analyzer) safe(name string, ok func(string, map[string]bool) bool, seen
 		return true
 	}
 	if seen == nil {
-		seen = map[string]bool{}
+		// A whole check: its answer cannot change once every value is
+		// known, so remember it (a script may use a variable many times).
+		key := fmt.Sprintf("%s\x00%d", name, ok)
+		if v, done := z.memo[key]; done {
+			return v
+		}
+		v := z.safe(name, ok, map[string]bool{})
+		z.memo[key] = v
+		return v
 	}
 	seen[name] = true
 	v := z.vars[name]
@@ -412,7 +442,7 @@ func (z *analyzer) safe(name string, ok func(string, map[string]bool) bool, seen
 			}
 		case val.kind != Literal:
 			return false
-		case !ok(val.text, seen):
+		case !z.harmless(ok, val.text, seen):
 			return false
 		}
 	}
@@ -421,7 +451,7 @@ func (z *analyzer) safe(name string, ok func(string, map[string]bool) bool, seen
 
 // indirectText: the value names a variable, perhaps with a subscript,
 // which is evaluated.
-func indirectText(s string, _ map[string]bool) bool {
+func indirectText(s string) bool {
 	i := strings.IndexByte(s, '[')
 	if i < 0 {
 		return true
@@ -432,7 +462,7 @@ func indirectText(s string, _ map[string]bool) bool {
 
 // promptText: prompt expansion decodes backslash escapes (\044 is $),
 // then expands $ and `.
-func promptText(s string, _ map[string]bool) bool {
+func promptText(s string) bool {
 	return !strings.ContainsAny(s, "$`\\")
 }
 
@@ -458,7 +488,7 @@ func (z *analyzer) nameWord(w word, what string) {
 			ref, isRef = simpleRef(w.node)
 		}
 		z.later(func() {
-			if !isRef || !z.safe(ref, indirectText, nil) {
+			if !isRef || !z.safe(ref, asName, nil) {
 				z.opaque(fmt.Sprintf("%s takes a variable name only known when it runs (%s); a subscript in it runs code", what, w.val))
 			}
 		})
@@ -617,7 +647,7 @@ func (z *analyzer) integerChecked(name string) {
 		return
 	}
 	z.seen["integer:"+name] = true
-	if !z.safe(name, z.arithText, nil) {
+	if !z.safe(name, asArith, nil) {
 		z.opaque(fmt.Sprintf("%s has the integer attribute, so what is assigned to it is evaluated as arithmetic, which can run commands", name))
 	}
 }

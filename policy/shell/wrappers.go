@@ -704,19 +704,28 @@ func (z *analyzer) scriptOperand(name string, args []word, c ctx, op word) {
 	z.readFrom(op, false)
 }
 
-// interpreter notes a python/perl/... that runs code from its stdin.
+// codeFlags are the options that give an interpreter its program in
+// the command line (python -c, perl -e, node --eval, ...).
+var codeFlags = setOf("-c", "-m", "-e", "-E", "-p", "-r", "--eval", "--print")
+
+// interpreter handles a python/perl/... whose program comes from its
+// stdin when no script or code option is given: a pipe or a here-document
+// hands it code no rule sees (an allow rule for "python3" would allow
+// it), so that asks.
 func (z *analyzer) interpreter(name string, args []word, c ctx) {
 	z.downloadedCode(args, name)
-	operands := 0
 	for _, a := range args[1:] {
-		if a.val == "-" || a.val == "/dev/stdin" {
-			continue
+		if codeFlags[a.val] || (!strings.HasPrefix(a.val, "-") && a.val != "/dev/stdin") || strings.HasPrefix(a.val, "--eval=") {
+			return // the program is in the command line, or in a file
 		}
-		operands++
 	}
-	if src := c.fds.get(0); operands == 0 && src.kind == srcPipe {
+	switch src := c.fds.get(0); src.kind {
+	case srcPipe:
 		src.pipe.pipe.interprets = append(src.pipe.pipe.interprets, src.pipe.index)
 		src.pipe.pipe.interpreter = name
+		z.problem(fmt.Sprintf("%s runs a program it reads from a pipe; cannot check it", name))
+	case srcText, srcFile, srcUnknown, srcOutput:
+		z.problem(fmt.Sprintf("%s runs a program it reads from its input; cannot check it", name))
 	}
 }
 
