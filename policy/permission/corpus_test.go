@@ -165,6 +165,17 @@ var corpus = []struct {
 	{"options", "project", "busybox rm x", denied},
 	{"control", "project", "doas -u root rm x", denied},
 	{"options", "project", "unbuffer rm x", denied},
+	{"options", "project", "taskset --all 0x1 rm x", denied},
+	{"options", "project", "chrt --res --rr 10 rm x", denied},
+	{"options", "project", "nsenter --tar=1 --mo rm x", denied},
+	{"options", "project", "unshare --fo --kill rm x", denied},
+	{"options", "project", "su --comm 'rm x'", denied},
+	{"options", "project", "runuser --us=nobody rm x", denied},
+	{"options", "project", "watch --inter=1 --no-t rm x", denied},
+	{"options", "project", "prlimit --cp=10 --nofi=64 rm x", denied},
+	{"options", "project", "ionice --classd 4 -c2 rm x", denied},
+	{"control", "project", "setsid --w rm x", denied},
+	{"control", "project", "command time --form=%e rm x", denied},
 
 	// Deny-rule evasion: a glob for the command name, a command a wrapper
 	// or a builtin runs from a string, an alias or function set from
