@@ -64,6 +64,7 @@ var corpus = []struct {
 	{"stdin", "project", "f() { bash; }; f <evil.sh", denied},
 	{"stdin", "project", "echo x | bash -c 'bash'", denied},
 	{"stdin", "project", "cat evil.sh | eval bash", denied},
+	{"stdin", "floor", "bash <<<'echo ok' <evil.sh", asks}, // evil.sh may hold rm -rf /: it asks
 	{"stdin", "floor", "bash 3<<<'echo ok' <<<'rm -rf /'", floored},
 	{"control", "floor", "bash <<<'rm -rf ~' 4<<<'echo ok'", floored},
 	{"stdin", "floor", "bash /dev/fd/3 3<<<'rm -rf /' <<<'echo ok'", floored},
@@ -76,6 +77,7 @@ var corpus = []struct {
 	{"control", "repl", "python3", allowed},
 	{"control", "repl", "python3 -c 'print(1)'", asks},
 	// control: what bash really runs is analyzed and allowed.
+	{"control", "floor", "bash <<<'rm -rf /' <evil.sh", asks}, // the here-string does not run; evil.sh does
 	{"control", "project", "bash 0<evil.sh <<<'git status'", allowed},
 	{"control", "project", "bash <<<'git status' 3<evil.sh", allowed},
 	{"control", "project", "cat evil.sh | bash <<<'git status'", allowed},
