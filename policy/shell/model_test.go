@@ -307,6 +307,7 @@ func TestReads(t *testing.T) {
 		{"ls | xargs cat", []string{"dynamic:(names cat gets from xargs)"}},
 		{"bash x.sh < y", []string{"y", "x.sh"}},
 		{"source lib.sh", []string{"lib.sh"}},
+		{"source -- lib.sh a b", []string{"lib.sh"}},
 		{"bash --rcfile rc -i -c ls", []string{"rc"}},
 	}
 	for _, tt := range tests {

@@ -79,8 +79,7 @@ var wrappers = map[string]wrapper{
 	"busybox": {opts: optSpec{"+", []string{"list", "list-full", "install", "help"}}, none: []string{"list", "list-full", "install", "help"}},
 	"builtin": {opts: optSpec{"+", nil}},
 	"exec":    {opts: optSpec{"+cla:", nil}},
-	// unbuffer (expect) and caffeinate-like helpers take no options
-	// that hide the command.
+	// expect's unbuffer: -p only.
 	"unbuffer": {opts: optSpec{"+p", nil}},
 }
 
@@ -187,11 +186,15 @@ func (z *analyzer) unwrap(name string, args []word, c *ctx) ([]word, bool) {
 		z.chdir(name, args)
 	case "source", ".":
 		z.anyVars = true // the file can set any variable
-		if len(args) < 2 {
+		i := 1
+		if i < len(args) && args[i].literal() && args[i].val == "--" {
+			i++
+		}
+		if i >= len(args) {
 			z.record(args, *c)
 			return nil, false
 		}
-		z.scriptOperand(name, args, *c, args[1])
+		z.scriptOperand(name, args, *c, args[i])
 		return nil, false
 	}
 	if shells[name] {
