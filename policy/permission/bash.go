@@ -37,10 +37,10 @@ func (e *eval) bashAny(r Rule) (string, bool) {
 	switch {
 	case r.kind == kindCommand:
 		for _, c := range e.an.Commands {
+			if commandMatch(r, c, true) {
+				return fmt.Sprintf("%q", c.Text), true
+			}
 			if commandMight(r, c) {
-				if allLiteral(c) {
-					return fmt.Sprintf("%q", c.Text), true
-				}
 				return fmt.Sprintf("%q, which may run what the rule forbids", c.Text), true
 			}
 		}
