@@ -583,28 +583,7 @@ func (e *eval) any(rules []Rule) (Rule, string, bool) {
 
 func (e *eval) anyOne(r Rule) (string, bool) {
 	if e.bash {
-		if e.toolLevel(r) && !writeRule(r) {
-			return "this " + e.c.Tool + " call", true
-		}
-		switch {
-		case r.kind == kindCommand:
-			for _, c := range e.an.Commands {
-				if commandMatch(r, c, true) {
-					return fmt.Sprintf("%q", c.Text), true
-				}
-			}
-		case writeRule(r):
-			for _, w := range e.an.Writes {
-				if r.kind == kindName {
-					return "writing " + w, true
-				}
-				p, ok := e.abs(w)
-				if !ok || e.pathMatch(r, []string{p}, false, false) != no {
-					return "writing " + w, true
-				}
-			}
-		}
-		return "", false
+		return e.bashAny(r)
 	}
 	if e.toolLevel(r) {
 		return "this " + e.c.Tool + " call", true
@@ -658,39 +637,7 @@ func (e *eval) all(rules []Rule) ([]Rule, bool) {
 		}
 		return nil, false
 	}
-	if len(e.an.Commands) == 0 && len(e.an.Writes) == 0 {
-		return nil, false
-	}
-	var used []Rule
-	use := func(r Rule) {
-		if !slices.Contains(used, r) {
-			used = append(used, r)
-		}
-	}
-	for _, c := range e.an.Commands {
-		i := slices.IndexFunc(rules, func(r Rule) bool { return r.kind == kindCommand && commandMatch(r, c, false) })
-		if i < 0 {
-			return nil, false
-		}
-		use(rules[i])
-	}
-	for _, w := range e.an.Writes {
-		p, ok := e.abs(w)
-		if !ok {
-			return nil, false
-		}
-		i := slices.IndexFunc(rules, func(r Rule) bool {
-			if !writeRule(r) {
-				return false
-			}
-			return r.kind == kindName || e.pathMatch(r, []string{p}, false, true) == yes
-		})
-		if i < 0 {
-			return nil, false
-		}
-		use(rules[i])
-	}
-	return used, true
+	return e.bashAll(rules)
 }
 
 // modeDefault is seed 004's matrix.

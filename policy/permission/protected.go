@@ -3,6 +3,9 @@ package permission
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
+
+	"github.com/weft-run/weft/policy/shell"
 )
 
 // ProtectedPatterns are the files and directories, at any depth, whose
@@ -44,17 +47,6 @@ var ProtectedPatterns = []string{
 // and commands write. Both the path as typed and its resolved form are
 // checked, so a link to .git/config is as protected as .git/config.
 func (e *eval) protectedWrite() (string, bool) {
-	var targets []string
-	switch {
-	case e.bash:
-		for _, w := range e.an.Writes {
-			if p, ok := e.abs(w); ok {
-				targets = append(targets, p)
-			}
-		}
-	case e.writeTool:
-		targets = e.paths
-	}
 	extra := make([]string, 0, len(e.c.Protected))
 	for _, p := range e.c.Protected {
 		if a, ok := e.abs(p); ok && p != "" {
@@ -63,6 +55,28 @@ func (e *eval) protectedWrite() (string, bool) {
 				extra = append(extra, escapeGlob(real))
 			}
 		}
+	}
+	var targets []string
+	switch {
+	case e.bash:
+		for _, w := range e.an.Writes {
+			if w.Kind == shell.Literal && !w.Unrooted {
+				if p, ok := e.abs(w.Name); ok {
+					targets = append(targets, p)
+				}
+				continue
+			}
+			// A glob or unknown target is protected when it might name a
+			// protected file.
+			might := e.bashPathPattern(w)
+			for _, g := range append(slices.Clone(ProtectedPatterns), extra...) {
+				if shell.DoublestarPattern(g).Below().Intersects(might) {
+					return w.Name, true
+				}
+			}
+		}
+	case e.writeTool:
+		targets = e.paths
 	}
 	for _, t := range targets {
 		cands := []string{t}
