@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
@@ -77,7 +75,8 @@ func (r *run) postSamplingHooks(res llm.Result) {
 	in.InputTokens, in.OutputTokens = res.Usage.InputTokens, res.Usage.OutputTokens
 	in.StopReason = string(res.Outcome.StopReason)
 	in.ResponsePreview = r.redact(res.Message.Text()) // the hook package caps it
-	go m.Run(context.WithoutCancel(r.ctx), in)
+	m.Go(r.ctx, in)                                   // bounded, and awaited by the manager's Close
+
 }
 
 // stopHooks run when the model has finished; a hook that blocks (Claude
@@ -115,7 +114,7 @@ func (r *run) runEndHooks(reason string) {
 	in := r.hookInput(ev)
 	in.StopReason = reason
 	in.ResponsePreview = r.redact(r.text)
-	go m.Run(context.WithoutCancel(r.ctx), in)
+	m.Go(r.ctx, in) // outlives the run; the manager's Close waits for it
 }
 
 // emitDelta sends the part of a delta that cannot be the start of a

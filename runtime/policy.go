@@ -247,7 +247,7 @@ func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Inp
 	if fill != nil {
 		fill(&in)
 	}
-	go m.Run(context.WithoutCancel(rt.shutdown), in)
+	m.Go(rt.shutdown, in) // bounded; the manager's Close waits for it
 }
 
 // redactor is the event logs' redaction (eventlog.Options.Redact): the

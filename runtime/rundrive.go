@@ -349,7 +349,9 @@ type stepDone struct {
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
 }
 
-func (x *execution) approveStep(ctx context.Context, i int, s plan.Step) error {
+// approveStep shows the step as it will run: its args rendered
+// (placeholders resolved), so a person approves what executes.
+func (x *execution) approveStep(ctx context.Context, i int, s plan.Step, args json.RawMessage) error {
 	if x.auto {
 		return nil
 	}
@@ -360,7 +362,7 @@ func (x *execution) approveStep(ctx context.Context, i int, s plan.Step) error {
 		x.lr.syncGateStatus(ctx)
 	}()
 	x.lr.syncGateStatus(ctx)
-	x.emit(ctx, RunEventStepApproval, stepInfo{Gate: "step", Index: i, StepID: id, Description: s.Description, Tool: s.Tool, Args: x.redactJSON(s.Args)})
+	x.emit(ctx, RunEventStepApproval, stepInfo{Gate: "step", Index: i, StepID: id, Description: s.Description, Tool: s.Tool, Args: x.redactJSON(args)})
 	select {
 	case <-ch:
 		return nil

@@ -152,8 +152,18 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 	b.close = all.Close
 
 	dirs := append(append([]string(nil), merged.ExtraDirs...), addDirs...)
+	// Files weft's behaviour is read from, besides the ones
+	// permission.ProtectedPatterns names: writes to them always ask.
+	var protected []string
+	for _, f := range []string{p.settings, pluginDir, path} {
+		if f != "" && f != "off" {
+			if abs, err := filepath.Abs(f); err == nil {
+				protected = append(protected, abs)
+			}
+		}
+	}
 	b.pol = &policy.Policy{
-		Mode: m, Rules: merged.Rules, Workspace: ws, ExtraDirs: dirs,
+		Mode: m, Rules: merged.Rules, Workspace: ws, ExtraDirs: dirs, Protected: protected,
 		Hooks: hooks, Audit: all, Secrets: set, Logger: log,
 	}
 	return b, nil

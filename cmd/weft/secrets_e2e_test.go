@@ -106,7 +106,8 @@ func TestSecretsNeverPersistedOrSent(t *testing.T) {
 	)
 	env := []string{"MY_TOKEN=" + e2eSecret, "WEFT_BEARER_TOKEN=" + e2eBearer, "SNEAKY=" + e2eAPIKey, "OPENAI_API_KEY=" + e2eEnvKey}
 	p := startServe(t, env, "--db", db, "--workspace", ws, "--model", "openai:gpt-4.1", "--base-url", fake.URL+"/v1",
-		"--api-key", e2eAPIKey, "--secret", "MY_TOKEN", "--settings", settings, "--memory", "--log-level", "debug")
+		"--api-key", e2eAPIKey, "--secret", "MY_TOKEN", "--settings", settings, "--memory", "--log-level", "debug",
+		"--audit-log", filepath.Join(dir, "audit.jsonl"))
 	auth := []string{"Authorization", "Bearer " + e2eBearer}
 	var seen transcript
 	ctx, cancel := context.WithCancel(context.Background())

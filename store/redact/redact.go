@@ -54,6 +54,17 @@ type redacting struct {
 
 func (r *redacting) Unwrap() store.Store { return r.Store }
 
+// Ping forwards the wrapped store's health check, so that a health probe
+// through the wrapper still reaches the database's own (store/sqlite
+// checks both its connections); a store without one answers a read.
+func (r *redacting) Ping(ctx context.Context) error {
+	if p, ok := r.Store.(interface{ Ping(context.Context) error }); ok {
+		return p.Ping(ctx)
+	}
+	_, err := r.Store.ListSessions(ctx, store.ListOptions{Limit: 1})
+	return err
+}
+
 func (r *redacting) CreateSession(ctx context.Context, s store.Session) (store.Session, error) {
 	return r.Store.CreateSession(ctx, secret.Redacted(r.set, s))
 }
