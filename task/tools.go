@@ -275,7 +275,7 @@ func processToolResult(head string, t Task, po ProcessOutput) tool.Result {
 		}
 	}
 	if po.Skipped > 0 {
-		fmt.Fprintf(&b, "\n[%d bytes of output written since the last read are not shown: only the latest are kept]", po.Skipped)
+		fmt.Fprintf(&b, "\n[%d earlier bytes of the output written since the last read are left out: a read shows the latest %d bytes, and a command's last %d KiB are kept]", po.Skipped, ToolReadMax, ProcessOutputCap>>10)
 	}
 	switch {
 	case po.Output != "":

@@ -289,3 +289,19 @@ func TestBashWithoutBackground(t *testing.T) {
 		t.Fatal("the command ran")
 	}
 }
+
+// TestBashBackgroundLongOutput: a read of more output than one result
+// holds shows the newest, says how much it left out, and is not cut again
+// by the framework's cap (which would cut the newest).
+func TestBashBackgroundLongOutput(t *testing.T) {
+	t.Parallel()
+	b := newBackgroundTools(t, task.Options{})
+	id := b.start("head -c 40000 /dev/zero | tr '\\0' x; echo END")
+	res := b.exec("task_output", map[string]any{"taskId": id, "timeoutMs": 10000})
+	text := res.TextOf()
+	want := fmt.Sprintf("[%d earlier bytes of the output written since the last read are left out", 40004-task.ToolReadMax)
+	if res.IsError || res.Truncated != 0 || !strings.Contains(text, want) || !strings.HasSuffix(text, "xxxxEND") ||
+		res.Data["output"] != strings.Repeat("x", task.ToolReadMax-4)+"END\n" {
+		t.Fatalf("task_output (truncated %d): %.300s ... %s", res.Truncated, text, text[max(0, len(text)-100):])
+	}
+}
