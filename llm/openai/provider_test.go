@@ -168,6 +168,8 @@ func TestStream(t *testing.T) {
 			want: want{status: llm.StatusAuth, category: llm.CategoryPermission, code: 403, typ: "unsupported_country_region_territory"}},
 		{name: "404", script: llmtest.Script{Status: 404},
 			want: want{status: llm.StatusFailed, category: llm.CategoryNotFound, code: 404, typ: "model_not_found"}},
+		{name: "404 api_error (Ollama's unknown model)", script: llmtest.Script{Status: 404, ErrorType: "api_error", ErrorMessage: `model "llama9" not found, try pulling it first`},
+			want: want{status: llm.StatusFailed, category: llm.CategoryNotFound, code: 404, typ: "api_error", msg: "not found"}},
 		{name: "429 with retry-after", script: llmtest.Script{Status: 429, RetryAfter: 1500 * time.Millisecond},
 			want: want{status: llm.StatusTimeout, category: llm.CategoryRateLimit, code: 429, typ: "rate_limit_exceeded", retry: 1500 * time.Millisecond}},
 		{name: "429 insufficient quota", script: llmtest.Script{Status: 429, ErrorType: "insufficient_quota"},
