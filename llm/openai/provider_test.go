@@ -563,3 +563,41 @@ func TestNewDefaults(t *testing.T) {
 		t.Fatalf("body %v", body)
 	}
 }
+
+// TestPromptCacheKeyOnlyToOpenAI: the conversation's cache key goes out as
+// prompt_cache_key to OpenAI's API, and never to the compatible servers,
+// which are not known to accept the field.
+func TestPromptCacheKeyOnlyToOpenAI(t *testing.T) {
+	t.Parallel()
+	for _, name := range openai.PresetNames() {
+		for _, cache := range []llm.CacheMode{llm.CacheAuto, llm.CacheOff} {
+			t.Run(name+"/"+string(cache), func(t *testing.T) {
+				t.Parallel()
+				srv := llmtest.NewOpenAI(t).Push(llmtest.Text("ok"))
+				p, ok := openai.ForPreset(name, llm.Endpoint{BaseURL: srv.URL + "/v1", APIKey: "k"})
+				if !ok {
+					t.Fatal("no preset")
+				}
+				req := basicRequest()
+				req.CacheKey, req.Cache = "weft-key", cache
+				stream(t, p, t.Context(), req)
+				last := srv.LastRequest()
+				got, sent := last.JSON()["prompt_cache_key"]
+				want := name == "openai" && cache == llm.CacheAuto
+				if sent != want || sent && got != "weft-key" {
+					t.Fatalf("prompt_cache_key = %v (sent %v), want sent %v", got, sent, want)
+				}
+			})
+		}
+	}
+	// The provider-wide switch wins over the request.
+	srv := llmtest.NewOpenAI(t).Push(llmtest.Text("ok"))
+	p := newProvider(srv, func(c *openai.Config) { c.NoPromptCache = true })
+	req := basicRequest()
+	req.CacheKey = "weft-key"
+	stream(t, p, t.Context(), req)
+	last := srv.LastRequest()
+	if _, sent := last.JSON()["prompt_cache_key"]; sent {
+		t.Fatal("NoPromptCache sent a prompt_cache_key")
+	}
+}
