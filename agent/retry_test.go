@@ -92,6 +92,10 @@ func TestRetriesByCause(t *testing.T) {
 			}},
 		{name: "unknown model is not retried", requests: 1, cat: llm.CategoryNotFound,
 			scripts: func(wireProvider) []llmtest.Script { return []llmtest.Script{{Status: 404}, llmtest.Text("never")} }},
+		{name: "unknown model with a server-sounding type is not retried", requests: 1, cat: llm.CategoryNotFound,
+			scripts: func(wireProvider) []llmtest.Script {
+				return []llmtest.Script{{Status: 404, ErrorType: "api_error", ErrorMessage: "model not found"}, llmtest.Text("never")}
+			}},
 		{name: "permission is not retried", requests: 1, cat: llm.CategoryPermission,
 			scripts: func(wireProvider) []llmtest.Script { return []llmtest.Script{{Status: 403}, llmtest.Text("never")} }},
 		{name: "auth is not retried", requests: 1, cat: llm.CategoryAuth,
@@ -104,6 +108,8 @@ func TestRetriesByCause(t *testing.T) {
 			}},
 		{name: "overload is retried", requests: 2,
 			scripts: func(wireProvider) []llmtest.Script { return []llmtest.Script{{Status: 529}, llmtest.Text("ok")} }},
+		{name: "gateway timeout is retried", requests: 2,
+			scripts: func(wireProvider) []llmtest.Script { return []llmtest.Script{{Status: 504}, llmtest.Text("ok")} }},
 		{name: "server error is retried", requests: 2,
 			scripts: func(wireProvider) []llmtest.Script { return []llmtest.Script{{Status: 500}, llmtest.Text("ok")} }},
 		{name: "cut stream is retried", requests: 2,

@@ -197,3 +197,42 @@ func TestModelsShowsSources(t *testing.T) {
 		t.Fatalf("weft models --json does not load back: %v", err)
 	}
 }
+
+// TestPromptCacheSwitch: run and chat ask Anthropic to cache the prompt
+// unless --no-prompt-cache (or WEFT_NO_PROMPT_CACHE) says not to; ask, one
+// call with nothing to reuse, never does.
+func TestPromptCacheSwitch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		stdin string
+		want  bool
+	}{
+		{"run caches by default", nil, []string{"run", "hi"}, "", true},
+		{"chat caches by default", nil, []string{"chat"}, "hi\n/exit\n", true},
+		{"--no-prompt-cache", nil, []string{"run", "--no-prompt-cache", "hi"}, "", false},
+		{"WEFT_NO_PROMPT_CACHE", map[string]string{"WEFT_NO_PROMPT_CACHE": "1"}, []string{"run", "hi"}, "", false},
+		{"ask never asks for caching", nil, []string{"ask", "--system", "Be brief.", "hi"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := llmtest.NewAnthropic(t)
+			fake.Push(llmtest.Text("ok"))
+			env := map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": fake.URL, "WEFT_WORKSPACE": t.TempDir()}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			args := append(tt.args, "--model", "anthropic:claude-sonnet-4-5")
+			if _, stderr, err := run(t, env, tt.stdin, args...); err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			body := string(fake.LastRequest().Body)
+			if got := strings.Contains(body, `"cache_control"`); got != tt.want {
+				t.Fatalf("cache_control sent = %v, want %v:\n%s", got, tt.want, body)
+			}
+		})
+	}
+}
