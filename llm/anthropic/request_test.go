@@ -240,7 +240,7 @@ func TestCacheBreakpoints(t *testing.T) {
 			req:   llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text("hi"), llm.Text("")}}}},
 			marks: []string{"messages[0][0]"}},
 		{name: "the caller's own hints replace the automatic ones",
-			req: llm.Request{Model: "m", Tools: tools, System: []llm.Block{{Type: llm.BlockText, Text: "s", CacheHint: true}}, Messages: toolTurn},
+			req:   llm.Request{Model: "m", Tools: tools, System: []llm.Block{{Type: llm.BlockText, Text: "s", CacheHint: true}}, Messages: toolTurn},
 			marks: []string{"system[0]"}},
 		{name: "caching off in the request",
 			req:   llm.Request{Model: "m", Tools: tools, Cache: llm.CacheOff, System: []llm.Block{{Type: llm.BlockText, Text: "s", CacheHint: true}}, Messages: toolTurn},
