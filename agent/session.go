@@ -189,7 +189,7 @@ func (r *run) fail(err error, status llm.Status) {
 		d.Hint = e.Hint
 		d.Category = string(e.Category)
 	}
-	if !r.stopped && !r.yield(Event{Type: EventError, Data: d}, err) {
+	if !r.stopped && !r.yield(Event{Type: EventError, Data: r.redactEvent(d)}, err) {
 		r.stopped = true
 		r.cancel()
 	}
@@ -203,7 +203,7 @@ func (r *run) loop(user llm.Message) {
 	}
 	r.s.mu.Lock()
 	r.s.messages = repairHistory(r.s.messages)
-	r.s.messages = appendMerged(r.s.messages, user)
+	r.s.messages = appendMerged(r.s.messages, r.redactMessage(user))
 	r.s.mu.Unlock()
 
 	for {
@@ -236,7 +236,9 @@ func (r *run) loop(user llm.Message) {
 		r.s.totals.CostUSD += cost
 		r.s.totals.Turns++
 		if len(res.Message.Content) > 0 {
-			r.s.messages = appendMerged(r.s.messages, res.Message)
+			// The calls below run with the model's own input; the history
+			// (sent back to the model, stored) never holds a value.
+			r.s.messages = appendMerged(r.s.messages, r.redactMessage(res.Message))
 		}
 		r.s.mu.Unlock()
 		if t := res.Message.Text(); t != "" {
@@ -597,7 +599,9 @@ func (r *run) human(ctx context.Context, c policy.Call, reason string) (bool, st
 	if fn == nil {
 		return false, "no approver is configured, so calls that need approval are denied (" + reason + ")"
 	}
-	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: c.Input, Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
+	// The person (a terminal, a permission_request event) is shown what the
+	// model is: no registered value.
+	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: r.a.pol.Secrets.RedactJSON(c.Input), Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
 	return d.Allow, d.Reason
 }
 
@@ -697,7 +701,7 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, spec
 			// find this run's policy in their context.
 			tctx := policy.WithCaller(r.ctx, policy.Caller{Policy: r.a.pol, Human: r.human, Checkpoint: r.a.cfg.Checkpoint})
 			res := r.a.cfg.Tools.Execute(tctx, &tool.Call{
-				ID: c.ToolUseID, Name: c.ToolName, Input: input, Session: r.s.tools, Env: env,
+				ID: c.ToolUseID, Name: c.ToolName, Input: input, Session: r.s.tools, Env: env, Secrets: r.a.pol.Secrets,
 				Progress: func(text string) {
 					send(toolMsg{idx: i, typ: EventToolProgress, data: ToolProgressData{ID: c.ToolUseID, ToolName: c.ToolName, Detail: text}})
 				},

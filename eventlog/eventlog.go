@@ -84,6 +84,11 @@ type Options struct {
 	MaxUnpersisted int
 	// Logger receives persistence failures. nil means slog.Default().
 	Logger *slog.Logger
+	// Redact, when set, rewrites every event's data before the event gets
+	// its seq, so that readers and the store see the same redacted bytes
+	// (weft passes its secrets' RedactJSON). It must return valid JSON for
+	// valid JSON, and may return its argument.
+	Redact func(data []byte) []byte
 }
 
 func (o Options) withDefaults() Options {
@@ -244,6 +249,7 @@ func (l *Log) publish(ctx context.Context, sessionID string, events []store.Even
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	events = l.redact(events)
 	for i, e := range events {
 		// The store would refuse it after readers have seen it, failing the
 		// session: refuse it here instead.

@@ -35,6 +35,11 @@ type Policy struct {
 	Rules     permission.RuleSet
 	Workspace string   // absolute; file rules and auto mode are relative to it
 	ExtraDirs []string // additionalDirectories
+	// Protected are files and directories, besides
+	// permission.ProtectedPatterns, whose change alters what weft runs (the
+	// --settings file, the plugin directory, the audit log): writes to
+	// them always ask.
+	Protected []string
 	Hooks     *hook.Manager
 	Audit     audit.Sink
 	Secrets   *secret.Set
@@ -143,9 +148,13 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 		v.By = out.Hook
 	}
 
-	d := permission.Evaluate(p.Rules, p.Mode, permission.Call{
-		Tool: c.Tool, Input: v.Input, Meta: c.Spec.Meta, Workspace: p.Workspace, ExtraDirs: p.ExtraDirs,
-	})
+	pc := p.permissionCall(c.Tool, v.Input, c.Spec.Meta)
+	d := permission.Evaluate(p.Rules, p.Mode, pc)
+	if in, ok := permission.ResolvedInput(pc); ok && d.Verdict != permission.Deny {
+		// The tool opens the path the rules judged; it refuses one that
+		// resolves elsewhere by the time it runs (a symlink swapped in).
+		v.Input = in
+	}
 	v.Stage, v.Reason = d.Stage, d.Reason
 	if d.Rule != "" {
 		v.By = d.Rule
@@ -157,10 +166,10 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 	case hookVerdict == hook.Ask:
 		verdict = permission.Ask
 		v.Stage, v.Reason = "hook", nonEmpty(v.Reason, "a pre_tool_use hook asks for confirmation")
-	case hookVerdict == hook.Allow && d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved:
+	case hookVerdict == hook.Allow && d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved && d.Stage != permission.StageProtected:
 		// A hook's allow settles the question like an allow rule, but never
-		// opens the dangerous-command floor or a command that could not be
-		// analysed.
+		// opens the dangerous-command floor, a command that could not be
+		// analysed or a write to weft's or git's own configuration.
 		verdict = permission.Allow
 		v.Stage = "hook"
 	}
@@ -177,7 +186,7 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 			case hook.Deny:
 				return Verdict{Reason: nonEmpty(out.Reason, "denied by a permission_request hook"), Stage: "hook", By: out.Hook, Input: v.Input, Context: v.Context}
 			case hook.Allow:
-				if d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved {
+				if d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved && d.Stage != permission.StageProtected {
 					verdict = permission.Allow
 					v.Stage, v.By = "hook", out.Hook
 				}
@@ -202,6 +211,11 @@ func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Che
 	}
 	v.Allow = true
 	return v
+}
+
+// permissionCall is what the permission rules see of a call.
+func (p *Policy) permissionCall(name string, input json.RawMessage, meta tool.Meta) permission.Call {
+	return permission.Call{Tool: name, Input: input, Meta: meta, Workspace: p.Workspace, ExtraDirs: p.ExtraDirs, Protected: p.Protected}
 }
 
 // After finishes a call that ran: it redacts the result, runs the
@@ -247,16 +261,11 @@ func (p *Policy) After(ctx context.Context, c Call, v Verdict, res *tool.Result)
 	p.write(e)
 }
 
-// RedactResult replaces registered secret values in a result's text.
+// RedactResult replaces registered secret values in a result: its content
+// and its structured data. (Registry.Execute has already done so, before
+// capping the output, when the call carried the secrets.)
 func (p *Policy) RedactResult(res *tool.Result) {
-	if p.Secrets == nil || p.Secrets.Len() == 0 {
-		return
-	}
-	for i := range res.Content {
-		if res.Content[i].Text != "" {
-			res.Content[i].Text = p.Secrets.Redact(res.Content[i].Text)
-		}
-	}
+	*res = secret.Redacted(p.Secrets, *res)
 }
 
 func (p *Policy) denied(ctx context.Context, c Call, v Verdict) {
@@ -287,8 +296,8 @@ func (p *Policy) write(e audit.Entry) {
 	if p.Audit == nil {
 		return
 	}
-	e.Reason = p.redact(e.Reason)
-	e.Resource = p.redact(e.Resource)
+	// Every field, for every sink (the JSONL file and the database).
+	e = secret.Redacted(p.Secrets, e)
 	if err := p.Audit.Write(e); err != nil {
 		p.log().Error("writing an audit entry failed", "tool", e.ToolName, "error", err)
 	}

@@ -53,6 +53,7 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 	}
 	opt := task.Options{Logger: cfg.Logger}
 	if rt := cfg.Runtime; rt != nil {
+		opt.Secrets = rt.secrets
 		opt.OnCreated = rt.taskHook(hook.TaskCreated)
 		opt.OnCompleted = rt.taskHook(hook.TaskCompleted)
 	}
@@ -61,7 +62,8 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 		t, err := reg.SubmitWorkflow(ctx, workflowID, inputs)
 		return t.ID, err
 	}
-	sch := schedule.NewScheduler(cfg.Schedules, submit, schedule.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	sch := schedule.NewScheduler(cfg.Schedules, submit, schedule.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+		Check: cfg.Runs.CheckWorkflow})
 	if err := sch.Start(ctx); err != nil {
 		_ = reg.Close(ctx)
 		return nil, err

@@ -173,7 +173,7 @@ func New(cfg Config) (*Runtime, error) {
 	if base.Mode == "" {
 		base.Mode = permission.ModeDefault
 	}
-	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log}),
+	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base, hooks: base.Hooks, secrets: base.Secrets}, nil
 }
 

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/weft-run/weft/policy/secret"
 )
 
 // ProcessOutputCap is how much of a process task's combined output its
@@ -26,7 +29,9 @@ type ProcessResult struct {
 }
 
 // SubmitProcess starts cmd (not yet started) in its own process group and
-// returns its task at once. When cmd has neither Stdout nor Stderr, their
+// returns its task at once. Its environment is cmd.Env (the process's
+// when nil) through secret.ToolEnv: never weft's own variables or
+// credentials, plus the secrets of Options.Secrets. When cmd has neither Stdout nor Stderr, their
 // combined output is kept (the last ProcessOutputCap bytes) in the
 // result. The task completes when the process exits 0 and fails
 // otherwise; Kill sends the group SIGINT, then SIGTERM, then SIGKILL.
@@ -47,9 +52,15 @@ func (r *Registry) SubmitProcess(ctx context.Context, description string, cmd *e
 	}
 	// Its own group, so that signals reach whatever it starts as well.
 	cmd.SysProcAttr.Setpgid = true
+	// Never weft's own settings or credentials, whoever built cmd.
+	base := cmd.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = secret.ToolEnv(base, r.opt.Secrets)
 	var out *tailBuffer
 	if cmd.Stdout == nil && cmd.Stderr == nil {
-		out = &tailBuffer{max: ProcessOutputCap}
+		out = &tailBuffer{max: ProcessOutputCap, red: r.opt.Secrets.NewStream()}
 		cmd.Stdout, cmd.Stderr = out, out
 	}
 	if cmd.WaitDelay == 0 {
@@ -58,7 +69,8 @@ func (r *Registry) SubmitProcess(ctx context.Context, description string, cmd *e
 		cmd.WaitDelay = 2 * time.Second
 	}
 	if description == "" {
-		description = cmd.String()
+		// Listed to clients and the model: no registered value in clear.
+		description = r.opt.Secrets.Redact(cmd.String())
 	}
 	if err := cmd.Start(); err != nil {
 		return Task{}, fmt.Errorf("start %s: %w", cmd.Path, err)
@@ -102,10 +114,12 @@ func (r *Registry) SubmitProcess(ctx context.Context, description string, cmd *e
 	return r.snapshot(e), nil
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the last max bytes written to it, redacted before they
+// are cut: a cut inside a secret would leave its end in clear.
 type tailBuffer struct {
 	mu      sync.Mutex
 	max     int
+	red     *secret.Stream
 	buf     []byte
 	dropped int64
 }
@@ -113,16 +127,23 @@ type tailBuffer struct {
 func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
+	b.keep(b.red.Write(string(p)))
+	return len(p), nil
+}
+
+func (b *tailBuffer) keep(s string) {
+	b.buf = append(b.buf, s...)
 	if over := len(b.buf) - b.max; over > 0 {
 		b.dropped += int64(over)
 		b.buf = append(b.buf[:0], b.buf[over:]...)
 	}
-	return len(p), nil
 }
 
+// String returns the output, with what redaction still held back, once the
+// process has exited.
 func (b *tailBuffer) String() (string, int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.keep(b.red.Flush())
 	return string(b.buf), b.dropped
 }

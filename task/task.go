@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/weft-run/weft/policy/secret"
 )
 
 // Task statuses. A task is running until it ends in one of the others.
@@ -116,6 +118,10 @@ type Options struct {
 	// KeepFinished bounds how many finished tasks stay listed; the oldest
 	// finished go first. Zero means DefaultKeepFinished.
 	KeepFinished int
+	// Secrets are the registered secrets: process tasks get the ones
+	// passed through as variables (secret.ToolEnv), and their output is
+	// redacted before it is capped. nil means none.
+	Secrets *secret.Set
 }
 
 // Registry holds the background tasks. It is safe for concurrent use.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy/secret"
 )
 
 // Effect says what a tool does to the world; the permission layer keys on it.
@@ -94,6 +95,12 @@ type Call struct {
 	// Env is added to the environment of processes the tool starts (the
 	// secrets of the run, hook-provided variables); later entries win.
 	Env []string
+	// Secrets are the run's registered secrets. Execute redacts the
+	// result with them before capping it, so that no cut can leave a piece
+	// of a value in clear; a tool that starts a process builds its
+	// environment with secret.ToolEnv from them and redacts what it
+	// streams or cuts itself the same way. nil means none.
+	Secrets *secret.Set
 }
 
 // Result is what a tool produced. Content holds text and image blocks.

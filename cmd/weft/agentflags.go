@@ -94,24 +94,24 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("workspace %q is not a directory", ws)
 	}
-	defaultAudit := ""
-	if home := env.getenv("HOME"); home != "" {
-		defaultAudit = filepath.Join(home, ".weft", "audit.jsonl")
-	}
-	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, defaultAudit, nil, slog.Default())
+	set, err := a.policyFlags.secretSet(env, map[string]string{"WEFT_API_KEY": a.apiKey})
 	if err != nil {
 		return nil, nil, err
 	}
-	// No diagnostic line carries a secret's value either.
-	log := slog.New(secret.NewHandler(slog.Default().Handler(), bp.secrets))
-	bp.pol.Logger = log
+	// No diagnostic line carries a secret's value either, from the hooks'
+	// first on.
+	log := slog.New(secret.NewHandler(slog.Default().Handler(), set))
+	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, userAuditPath(env), nil, set, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, info, closeModel, err := a.modelFlags.resolve(env)
 	if err != nil {
 		bp.close()
 		return nil, nil, err
 	}
 	closeAll := func() error {
-		bp.pol.Hooks.Wait()
+		_ = bp.pol.Hooks.Close(context.Background()) // each hook has its own timeout
 		return errors.Join(closeModel(), bp.close())
 	}
 	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
@@ -135,28 +135,74 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	return ag, closeAll, nil
 }
 
+// userAuditPath is the default JSONL audit log of every command:
+// ~/.weft/audit.jsonl, outside any working tree; "" (none) without a home.
+func userAuditPath(env environ) string {
+	if home := env.getenv("HOME"); home != "" {
+		return filepath.Join(home, ".weft", "audit.jsonl")
+	}
+	return ""
+}
+
 // lineReader reads answers and chat input line by line from one shared
 // reader, so that approval prompts and the REPL do not steal each other's
-// input.
+// input. A read that its caller gave up on (a run stopped while its
+// approval prompt waited) stays pending: the next ReadLine gets its line.
 type lineReader struct {
-	mu       sync.Mutex
 	r        *bufio.Reader
 	terminal bool
+
+	mu      sync.Mutex
+	pending chan lineResult // the read in progress; nil when none is
+}
+
+type lineResult struct {
+	line string
+	err  error
 }
 
 func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{r: bufio.NewReader(r), terminal: isTerminal(r)}
 }
 
-// ReadLine returns the next line without its newline; io.EOF at the end.
-func (l *lineReader) ReadLine() (string, error) {
+// ReadLine returns the next line without its newline; io.EOF at the end;
+// ctx's error when ctx ends first.
+func (l *lineReader) ReadLine(ctx context.Context) (string, error) {
+	return l.readLineOr(ctx, nil)
+}
+
+// errInterrupted is readLineOr's error when a signal came first.
+var errInterrupted = errors.New("interrupted")
+
+// readLineOr is ReadLine that also gives up with errInterrupted when a
+// signal arrives on intr (nil: never).
+func (l *lineReader) readLineOr(ctx context.Context, intr <-chan os.Signal) (string, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, err := l.r.ReadString('\n')
-	if err != nil && (err != io.EOF || s == "") {
-		return "", err
+	ch := l.pending
+	if ch == nil {
+		ch = make(chan lineResult, 1)
+		l.pending = ch
+		go func() {
+			s, err := l.r.ReadString('\n')
+			if err != nil && (err != io.EOF || s == "") {
+				ch <- lineResult{err: err}
+				return
+			}
+			ch <- lineResult{line: strings.TrimRight(s, "\r\n")}
+		}()
 	}
-	return strings.TrimRight(s, "\r\n"), nil
+	l.mu.Unlock()
+	select {
+	case r := <-ch:
+		l.mu.Lock()
+		l.pending = nil
+		l.mu.Unlock()
+		return r.line, r.err
+	case <-intr:
+		return "", errInterrupted
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // approver is the person at the terminal: the policy asks it about the
@@ -186,7 +232,7 @@ func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agen
 			fmt.Fprintf(ap.out, "\n(%s)", req.Reason)
 		}
 		fmt.Fprintf(ap.out, "\nAllow %s? [y]es / [n]o / [a]lways for %s: ", summarizeCall(req.ToolName, req.Input), req.ToolName)
-		answer, err := ap.lines.ReadLine()
+		answer, err := ap.lines.ReadLine(ctx)
 		if err != nil || ctx.Err() != nil {
 			return agent.Deny("no answer to the approval prompt")
 		}

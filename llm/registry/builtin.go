@@ -59,6 +59,24 @@ func builtinNames() []string {
 // BuiltinNames lists the providers every Registry starts with, sorted.
 func BuiltinNames() []string { return builtinNames() }
 
+// CredentialVariables lists every environment variable a Registry may
+// read a credential from, for the built-in providers: weft's own
+// WEFT_<PROVIDER>_API_KEY and the vendors' key and token variables. weft
+// keeps them out of the processes it starts for the model and redacts
+// their values.
+func CredentialVariables() []string {
+	var out []string
+	for _, name := range builtinNames() {
+		b, _ := builtinFor(name)
+		out = append(out, weftVar(name, "API_KEY"))
+		out = append(out, b.keyEnv...)
+		if b.bearerEnv != "" {
+			out = append(out, b.bearerEnv)
+		}
+	}
+	return out
+}
+
 // builtinFactory builds a built-in provider, after checking that it has the
 // credentials it needs.
 func builtinFactory(name string) Factory {

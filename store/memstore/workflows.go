@@ -156,7 +156,7 @@ func checkSchedule(s store.Schedule) (store.Schedule, error) {
 	for _, f := range []struct {
 		name string
 		t    *time.Time
-	}{{"next_run_at", &s.NextRunAt}, {"expires_at", &s.ExpiresAt}, {"last_run_at", &s.LastRunAt}} {
+	}{{"next_run_at", &s.NextRunAt}, {"expires_at", &s.ExpiresAt}, {"last_run_at", &s.LastRunAt}, {"last_error_at", &s.LastErrorAt}} {
 		var err error
 		if *f.t, err = optStamp("schedule "+f.name, *f.t); err != nil {
 			return store.Schedule{}, err

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -32,6 +33,7 @@ const bashDescription = `Executes a shell command (bash -c) in the workspace and
 - The default timeout is 2 minutes; pass timeout (milliseconds, at most 600000) for longer commands. On timeout the command and every process it started are killed.
 - A non-zero exit status is reported as a last line "Exit code: N"; read it like any other output.
 - Output longer than 30000 characters is cut in the middle: the start and the end are kept.
+- A secret the user registered is in the environment by name: where output shows [SECRET:NAME], use $NAME in commands (its value is never shown).
 - Background processes (cmd &) still attached to the output when the command finishes are stopped. To leave one running, redirect its output: nohup cmd > out.log 2>&1 &
 - Prefer the Read, Grep, Glob, Edit and Write tools over cat, grep, find, sed and echo redirection.
 - Quote paths that contain spaces; chain dependent commands with &&.`
@@ -142,7 +144,9 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	}
 	cmd := exec.Command(t.shell, "-c", in.Command)
 	cmd.Dir = dir
-	cmd.Env = append(append(append(os.Environ(), t.cfg.Env...), call.Env...), "PWD="+dir)
+	// Never weft's own settings or credentials: only the settings' env,
+	// the call's variables and the secrets passed through by name.
+	cmd.Env = append(secret.ToolEnv(os.Environ(), call.Secrets, t.cfg.Env, call.Env), "PWD="+dir)
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -158,7 +162,7 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		bashPump(r, out, progress)
+		bashPump(r, call.Secrets.NewStream(), out, progress)
 	}()
 	waitDone := make(chan struct{})
 	go func() {
@@ -275,8 +279,11 @@ func bashExitCode(ps *os.ProcessState) int {
 }
 
 // bashPump copies the command's output into out and reports each complete
-// line as progress.
-func bashPump(r *os.File, out *bashOutput, progress func(string)) {
+// line as progress. Everything is redacted as it is read, before out keeps
+// its head and tail and before progress lines are cut: a cut inside a
+// secret would leave a piece of it that no later redaction recognises. red
+// holds back a tail that may be the start of a value split across reads.
+func bashPump(r *os.File, red *secret.Stream, out *bashOutput, progress func(string)) {
 	buf := make([]byte, 32*1024)
 	var partial []byte
 	emit := func(line []byte) {
@@ -288,8 +295,14 @@ func bashPump(r *os.File, out *bashOutput, progress func(string)) {
 	}
 	for {
 		n, err := r.Read(buf)
+		var chunk []byte
 		if n > 0 {
-			chunk := buf[:n]
+			chunk = []byte(red.Write(string(buf[:n])))
+		}
+		if err != nil {
+			chunk = append(chunk, red.Flush()...)
+		}
+		if len(chunk) > 0 {
 			out.Write(chunk)
 			for {
 				i := bytes.IndexByte(chunk, '\n')

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/weft-run/weft/internal/realpath"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
@@ -75,7 +76,7 @@ func (t *editTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tool.Errorf("invalid input: %v", err), nil
 	}
-	path, err := t.ws.resolve(in.FilePath)
+	path, err := t.ws.resolveChecked(ctx, in.FilePath)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
@@ -102,7 +103,7 @@ func (t *editTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := wsCheckSeen(sess, path, fi, "editing"); err != nil {
 		return tool.Errorf("%v", err), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := realpath.ReadFile(path)
 	if err != nil {
 		return tool.Errorf("cannot read %s: %v", path, err), nil
 	}
