@@ -435,8 +435,14 @@ func (r *run) shrinkHistory(e *llm.Error) bool {
 	if !ok || len(shorter) == 0 {
 		return false
 	}
+	// What the hook wrote (a summary by a model, say) is held to the same
+	// rule as any message: the history never holds a secret's value.
+	msgs = make([]llm.Message, len(shorter))
+	for i, m := range shorter {
+		msgs[i] = r.redactMessage(m)
+	}
 	r.s.mu.Lock()
-	r.s.messages = repairHistory(append([]llm.Message(nil), shorter...))
+	r.s.messages = repairHistory(msgs)
 	r.s.mu.Unlock()
 	return true
 }
