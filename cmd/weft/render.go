@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/tool"
@@ -71,7 +72,18 @@ func (r *textRenderer) render(ev agent.Event) {
 		}
 	case agent.RetryData:
 		r.newline()
-		fmt.Fprintf(r.errw, "model call failed (%s: %s); retrying in %dms\n", d.Status, d.Error, d.DelayMS)
+		// The category says what happened (network, rate_limit, ...); the
+		// status (timeout for all of those) says less.
+		cause := d.Category
+		if cause == "" {
+			cause = d.Status
+		}
+		next := fmt.Sprintf("attempt %d", d.Attempt+1)
+		if d.MaxAttempts > 0 {
+			next += fmt.Sprintf(" of %d", d.MaxAttempts)
+		}
+		fmt.Fprintf(r.errw, "model call failed (%s): %s; retrying in %s (%s)\n", cause, d.Error,
+			(time.Duration(d.DelayMS) * time.Millisecond).String(), next)
 	case agent.ErrorData:
 		r.newline()
 		if d.Hint != "" {

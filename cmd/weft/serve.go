@@ -278,7 +278,10 @@ func (f *serveFlags) modelSpec(getenv func(string) string) (string, error) {
 // cassette, if any, as its HTTP client.
 func (f *serveFlags) registry(spec string, getenv func(string) string) (*registry.Registry, func() error, error) {
 	closeFn := func() error { return nil }
-	cfg := registry.Config{Getenv: getenv, Providers: map[string]registry.ProviderConfig{}}
+	cfg, err := f.modelFlags.registryConfig(getenv)
+	if err != nil {
+		return nil, closeFn, err
+	}
 	if f.baseURL != "" || f.apiKey != "" {
 		if spec == "" {
 			return nil, closeFn, errors.New("--base-url and --api-key apply to the default model's provider: set --model too")
