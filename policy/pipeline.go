@@ -287,7 +287,7 @@ func (pl *Pipeline) check(ctx context.Context, st *State) Verdict {
 		v.Stop, v.StopReason = st.Stop, st.StopReason
 	case permission.Ask:
 		// No stage answered the question: nobody approved the call.
-		v.Reason, v.Stage, v.By = "no one approved this call ("+d.Reason+")", "human", ""
+		v.Reason, v.Stage, v.By = "no one approved this call ("+d.Reason+")", stageHuman, ""
 	case permission.Deny:
 	default:
 		v.Reason, v.Stage = "no stage of the policy decided this call", "policy"
@@ -310,7 +310,7 @@ func (pl *Pipeline) decide(ctx context.Context, st *State) (d Decision) {
 		case "":
 			continue
 		case permission.Allow:
-			if cur := st.Decision; cur.Verdict == permission.Ask && cur.HumanOnly && nd.Stage != "human" {
+			if cur := st.Decision; cur.Verdict == permission.Ask && cur.HumanOnly && nd.Stage != stageHuman {
 				continue // only a person answers this one
 			}
 		case permission.Ask:

@@ -149,6 +149,10 @@ func (resolvePathsStage) Check(_ context.Context, st *State) Decision {
 	return Decision{}
 }
 
+// stageHuman is the Decision.Stage of the person's answer: the one answer
+// that may replace an Ask marked HumanOnly.
+const stageHuman = "human"
+
 // approveStage answers an ask: the permission_request hooks, then the
 // human. With no human at all the call is refused before any hook runs.
 type approveStage struct{}
@@ -160,7 +164,7 @@ func (approveStage) Check(ctx context.Context, st *State) Decision {
 	}
 	p := st.Policy
 	if st.Human == nil {
-		return Decision{Verdict: permission.Deny, Reason: "no one is available to approve this call (" + d.Reason + ")", Stage: "human"}
+		return Decision{Verdict: permission.Deny, Reason: "no one is available to approve this call (" + d.Reason + ")", Stage: stageHuman}
 	}
 	if p.Hooks != nil && p.Hooks.Has(hook.PermissionRequest) {
 		in := p.hookInput(hook.PermissionRequest, st.Call, st.Input)
@@ -178,9 +182,9 @@ func (approveStage) Check(ctx context.Context, st *State) Decision {
 	c := st.Call
 	c.Input, c.Dangerous = st.Input, d.Dangerous
 	if allow, why := safeHuman(ctx, st.Human, c, d.Reason, p.log()); !allow {
-		return Decision{Verdict: permission.Deny, Reason: nonEmpty(why, "the user denied this tool call"), Stage: "human"}
+		return Decision{Verdict: permission.Deny, Reason: nonEmpty(why, "the user denied this tool call"), Stage: stageHuman}
 	}
-	return Decision{Verdict: permission.Allow, Reason: d.Reason, Stage: "human"}
+	return Decision{Verdict: permission.Allow, Reason: d.Reason, Stage: stageHuman}
 }
 
 // checkpointStage confirms a call of a tool that requires a checkpoint
