@@ -460,7 +460,7 @@ func TestResumeRepairsOrphans(t *testing.T) {
 
 func TestAskUserEndsTheRun(t *testing.T) {
 	t.Parallel()
-	ask := tool.Func("AskUserQuestion", "asks", tool.Meta{ReadOnly: true}, func(ctx context.Context, in echoIn, call *tool.Call) (tool.Result, error) {
+	ask := tool.Func("AskUserQuestion", "asks", tool.Meta{ReadOnly: true, EndsTurn: true}, func(ctx context.Context, in echoIn, call *tool.Call) (tool.Result, error) {
 		call.Notify("ask_user", []string{in.Text})
 		return tool.Text("shown to the user"), nil
 	})

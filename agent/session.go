@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -529,7 +530,8 @@ func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
 
 // runTools puts the calls of one model turn through the policy, runs the
 // allowed ones and returns their results in call order. askedUser reports
-// an AskUserQuestion call.
+// a successful call of a tool that ends the turn (Meta.EndsTurn, as
+// AskUserQuestion does).
 func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) {
 	results = make([]llm.Block, len(calls))
 	approved := make([]bool, len(calls))
@@ -571,7 +573,7 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			return r.cancelledResults(calls, results), false
 		}
 	}
-	for _, g := range groupCalls(calls, specs, approved) {
+	for _, g := range groupCalls(calls, specs, verdicts, approved, r.a.pol.Workspace) {
 		if !r.runGroup(calls, g, results, specs, verdicts) {
 			return r.cancelledResults(calls, results), false
 		}
@@ -579,8 +581,8 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			return r.cancelledResults(calls, results), false
 		}
 	}
-	for i, c := range calls {
-		if approved[i] && c.ToolName == "AskUserQuestion" && !results[i].IsError {
+	for i := range calls {
+		if approved[i] && specs[i].EndsTurn && !results[i].IsError {
 			askedUser = true
 		}
 	}
@@ -624,9 +626,12 @@ func (r *run) cancelledResults(calls []llm.Block, results []llm.Block) []llm.Blo
 
 // groupCalls splits approved calls into batches that run one after
 // another; the calls within a batch run in parallel. Consecutive
-// concurrency-safe calls share a batch, as do Write/Edit calls on distinct
-// paths; anything else runs alone.
-func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
+// concurrency-safe calls share a batch, as do calls of tools that declare
+// a PathArg (Write, Edit) on distinct paths; anything else runs alone.
+// A call's path is read from the input it will run with (verdicts: after
+// hooks and the policy's path resolution), so two spellings of one file
+// do not run at once.
+func groupCalls(calls []llm.Block, specs []tool.Spec, verdicts []policy.Verdict, approved []bool, workspace string) [][]int {
 	var groups [][]int
 	var cur []int
 	paths := map[string]bool{}
@@ -641,8 +646,12 @@ func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
 			continue
 		}
 		safe := specs[i].ConcurrencySafe
-		if !safe && (c.ToolName == "Write" || c.ToolName == "Edit") {
-			if p := filePath(c.Input); p != "" && !paths[p] {
+		if !safe && specs[i].PathArg != "" {
+			input := c.Input
+			if len(verdicts[i].Input) > 0 {
+				input = verdicts[i].Input
+			}
+			if p := pathArg(input, specs[i].PathArg, workspace); p != "" && !paths[p] {
 				paths[p] = true
 				safe = true
 			}
@@ -658,12 +667,23 @@ func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
 	return groups
 }
 
-func filePath(input json.RawMessage) string {
-	var v struct {
-		FilePath string `json:"file_path"`
+// pathArg returns the path in the input's field, made absolute against
+// the workspace and cleaned, so that "a.txt" and "./a.txt" conflict; ""
+// when there is none. Folding spellings together only ever makes calls
+// run one after another.
+func pathArg(input json.RawMessage, field, workspace string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(input, &fields) != nil {
+		return ""
 	}
-	_ = json.Unmarshal(input, &v)
-	return v.FilePath
+	var p string
+	if json.Unmarshal(fields[field], &p) != nil || p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) && workspace != "" {
+		p = filepath.Join(workspace, p)
+	}
+	return filepath.Clean(p)
 }
 
 // toolMsg is what a running tool sends to the run's goroutine.

@@ -28,6 +28,11 @@
 //     plan refuses everything else; default asks; auto runs file edits
 //     inside the workspace and the extra directories and asks for the rest.
 //
+// Each step is a method of Evaluation, the analysis of one call (its input's
+// fields, the shell parse, the resolved paths) made once and shared by the
+// steps, with one shape (Step) so that package policy runs them as stages
+// of its pipeline; Evaluate is the steps in this order.
+//
 // Where a rule cannot tell whether it applies (a path it cannot resolve, a
 // URL it cannot parse), deny and ask rules count as matching and allow
 // rules do not: every doubt resolves towards asking.

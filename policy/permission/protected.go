@@ -2,6 +2,7 @@ package permission
 
 import (
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -126,13 +127,27 @@ func (e *eval) exactAllow(rules []Rule, target string) (Rule, bool) {
 // builtin file tools get it; other tools (MCP servers) resolve paths on
 // their own side.
 func ResolvedInput(c Call) (json.RawMessage, bool) {
-	switch c.Tool {
-	case "Read", "Write", "Edit", "Grep", "Glob":
-	default:
+	if !resolvesPaths(c.Tool) {
 		return nil, false
 	}
-	e := newEval(c)
-	changed := false
+	return NewEvaluation(c).ResolvedInput()
+}
+
+func resolvesPaths(tool string) bool {
+	switch tool {
+	case "Read", "Write", "Edit", "Grep", "Glob":
+		return true
+	}
+	return false
+}
+
+// ResolvedInput is ResolvedInput for the evaluation's call, from the
+// paths the evaluation resolved: the ones its rules judged.
+func (e *Evaluation) ResolvedInput() (json.RawMessage, bool) {
+	if !resolvesPaths(e.c.Tool) {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
 	for _, f := range pathFields {
 		s, ok := e.str(f)
 		if !ok || s == "" {
@@ -146,13 +161,16 @@ func ResolvedInput(c Call) (json.RawMessage, bool) {
 		if !ok || real == s {
 			continue
 		}
-		e.fields[f], _ = json.Marshal(filepath.FromSlash(real))
-		changed = true
+		if fields == nil {
+			// A copy: the evaluation's own fields stay the input judged.
+			fields = maps.Clone(e.fields)
+		}
+		fields[f], _ = json.Marshal(filepath.FromSlash(real))
 	}
-	if !changed {
+	if fields == nil {
 		return nil, false
 	}
-	out, err := json.Marshal(e.fields)
+	out, err := json.Marshal(fields)
 	if err != nil {
 		return nil, false
 	}
