@@ -1,9 +1,6 @@
 package agent
 
 import (
-	"context"
-	"encoding/json"
-
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
@@ -78,7 +75,8 @@ func (r *run) postSamplingHooks(res llm.Result) {
 	in.InputTokens, in.OutputTokens = res.Usage.InputTokens, res.Usage.OutputTokens
 	in.StopReason = string(res.Outcome.StopReason)
 	in.ResponsePreview = r.redact(res.Message.Text()) // the hook package caps it
-	go m.Run(context.WithoutCancel(r.ctx), in)
+	m.Go(r.ctx, in)                                   // bounded, and awaited by the manager's Close
+
 }
 
 // stopHooks run when the model has finished; a hook that blocks (Claude
@@ -116,7 +114,7 @@ func (r *run) runEndHooks(reason string) {
 	in := r.hookInput(ev)
 	in.StopReason = reason
 	in.ResponsePreview = r.redact(r.text)
-	go m.Run(context.WithoutCancel(r.ctx), in)
+	m.Go(r.ctx, in) // outlives the run; the manager's Close waits for it
 }
 
 // emitDelta sends the part of a delta that cannot be the start of a
@@ -167,41 +165,32 @@ func (r *run) redact(s string) string {
 	return s
 }
 
-// redactEvent replaces registered secret values in an event's payload, so
-// no stream, log or stored row carries them.
+// redactEvent replaces registered secret values in an event's payload,
+// in every field at any depth, so no stream, log or stored row carries
+// them.
 func (r *run) redactEvent(data any) any {
+	return secret.Redacted(r.a.pol.Secrets, data)
+}
+
+// redactMessage is msg as the history keeps it: the user's prompt and the
+// model's text and tool inputs hold no registered value, so the model is
+// never shown one, now or when the history is reloaded. Thinking blocks
+// are kept as they are: a provider signs them and refuses a changed one
+// (their events are redacted like any other).
+func (r *run) redactMessage(msg llm.Message) llm.Message {
 	sec := r.a.pol.Secrets
-	if sec == nil || sec.Len() == 0 {
-		return data
+	if sec.Len() == 0 {
+		return msg
 	}
-	switch d := data.(type) {
-	case TextData:
-		d.Text = sec.Redact(d.Text)
-		return d
-	case ToolUseData:
-		d.Input = json.RawMessage(sec.RedactJSON(d.Input))
-		return d
-	case ToolResultData:
-		d.Output = sec.Redact(d.Output)
-		return d
-	case ToolProgressData:
-		d.Detail = sec.Redact(d.Detail)
-		return d
-	case ErrorData:
-		d.Error = sec.Redact(d.Error)
-		return d
-	case DoneData:
-		d.Text = sec.Redact(d.Text)
-		return d
-	case NotifyData:
-		if b, err := json.Marshal(d.Payload); err == nil {
-			if red := sec.RedactJSON(b); string(red) != string(b) {
-				d.Payload = json.RawMessage(red)
-			}
+	out := msg
+	out.Content = make([]llm.Block, len(msg.Content))
+	for i, b := range msg.Content {
+		if b.Type != llm.BlockThinking {
+			b = secret.Redacted(sec, b)
 		}
-		return d
+		out.Content[i] = b
 	}
-	return data
+	return out
 }
 
 func nonEmptyString(s, fallback string) string {

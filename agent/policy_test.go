@@ -353,3 +353,37 @@ func TestRunLevelHooks(t *testing.T) {
 		}
 	})
 }
+
+// TestObserverHooksOutliveTheRun: post_sampling and run_complete hooks run
+// after the iterator has moved on; the manager still counts them, so
+// Wait (and Close, at shutdown) return only once they finished.
+func TestObserverHooksOutliveTheRun(t *testing.T) {
+	t.Parallel()
+	for _, ev := range []hook.Event{hook.PostSampling, hook.RunComplete} {
+		t.Run(string(ev), func(t *testing.T) {
+			t.Parallel()
+			var finished atomic.Int32
+			m := hooks(t, hook.Def{Event: ev, Timeout: 10 * time.Second, Func: func(ctx context.Context, _ hook.Input) (hook.Outcome, error) {
+				select {
+				case <-time.After(300 * time.Millisecond):
+					finished.Add(1)
+				case <-ctx.Done():
+				}
+				return hook.Outcome{}, nil
+			}})
+			a, _ := agent.New(agent.Config{Provider: llmtest.NewScripted("scripted", llmtest.Text("bye")), Model: "m", Policy: &policy.Policy{Hooks: m}})
+			ctx, cancel := context.WithCancel(context.Background())
+			collect(a.NewSession(), ctx, "go")
+			cancel() // the run's context ending must not cut an observer hook off
+			m.Wait()
+			if finished.Load() != 1 {
+				t.Fatalf("Wait returned with the %s hook still running", ev)
+			}
+			cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer ccancel()
+			if err := m.Close(cctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

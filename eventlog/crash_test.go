@@ -123,7 +123,18 @@ func TestCrashKeepsWhatReadersSaw(t *testing.T) {
 			})
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Run until readers have been handed a fair number of events (a
+	// loaded machine under -race commits slowly), then crash mid-stream.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	c.crashed.Store(true) // kill -9: nothing more reaches the file
 	mu.Lock()
 	atCrash := len(got)

@@ -104,6 +104,11 @@ type Options struct {
 	MaxUnpersisted int
 	// Logger receives persistence failures. nil means slog.Default().
 	Logger *slog.Logger
+	// Redact, when set, rewrites every event's data before the event gets
+	// its seq, so that readers and the store see the same redacted bytes
+	// (weft passes its secrets' RedactJSON). It must return valid JSON for
+	// valid JSON, and may return its argument.
+	Redact func(data []byte) []byte
 }
 
 func (o Options) withDefaults() Options {
@@ -265,7 +270,8 @@ func (l *Log) publish(ctx context.Context, sessionID string, events []store.Even
 	if len(events) == 0 {
 		return nil, nil, nil
 	}
-	if err := checkEvents(ctx, sessionID, events); err != nil {
+	events, err := l.prepare(ctx, sessionID, events)
+	if err != nil {
 		return nil, nil, err
 	}
 	for {
@@ -288,18 +294,21 @@ func (l *Log) publish(ctx context.Context, sessionID string, events []store.Even
 // errDetached: the state a publish found was closed meanwhile.
 var errDetached = errors.New("eventlog: session state detached")
 
-func checkEvents(ctx context.Context, sessionID string, events []store.Event) error {
+// prepare redacts events (Options.Redact) and checks them before they
+// get seqs; the caller's slice is left alone.
+func (l *Log) prepare(ctx context.Context, sessionID string, events []store.Event) ([]store.Event, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	events = l.redact(events)
 	for i, e := range events {
 		// The store would refuse it, failing the session: refuse it here
 		// instead.
 		if e.Data != nil && !json.Valid(e.Data) {
-			return fmt.Errorf("eventlog: append to session %s: event %d (%s): data is not valid JSON", sessionID, i, e.Type)
+			return nil, fmt.Errorf("eventlog: append to session %s: event %d (%s): data is not valid JSON", sessionID, i, e.Type)
 		}
 	}
-	return nil
+	return events, nil
 }
 
 // publishTo publishes to the state s, which the caller keeps from

@@ -93,7 +93,8 @@ func (w *Writer) publish(ctx context.Context, events []store.Event) ([]store.Eve
 	if w.lease.released.Load() {
 		return nil, fmt.Errorf("eventlog: append to session %s: %w", w.s.id, ErrWriterClosed)
 	}
-	if err := checkEvents(ctx, w.s.id, events); err != nil {
+	events, err := w.log.prepare(ctx, w.s.id, events)
+	if err != nil {
 		return nil, err
 	}
 	out, err := w.log.publishTo(ctx, w.s, events)

@@ -57,10 +57,11 @@ type ExecConfig struct {
 	// Inputs and Files are what {{inputs.x}} and "@file:x" resolve to.
 	Inputs, Files map[string]json.RawMessage
 	// Approve is asked, in the step's goroutine before it runs, for steps
-	// with RequiresApproval. An error denies the step (it fails), or, when
+	// with RequiresApproval, with the rendered args: exactly what Run will
+	// get if it approves. An error denies the step (it fails), or, when
 	// ctx is done, cancels it. Nil denies every such step. It must honour
 	// ctx.
-	Approve func(ctx context.Context, i int, s Step) error
+	Approve func(ctx context.Context, i int, s Step, args json.RawMessage) error
 	// OnStart, when set, is called from the step's goroutine just before
 	// Run, with the rendered args.
 	OnStart func(i int, s Step, args json.RawMessage)
@@ -342,7 +343,7 @@ func (e *executor) runStep(ctx context.Context, i int, args json.RawMessage) {
 			d.err = errNoApprover
 			return
 		}
-		if err := e.cfg.Approve(ctx, i, s); err != nil {
+		if err := e.cfg.Approve(ctx, i, s, args); err != nil {
 			d.err = fmt.Errorf("not approved: %w", err)
 			d.cancelled = ctx.Err() != nil
 			return

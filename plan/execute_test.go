@@ -353,7 +353,7 @@ func TestExecuteApproval(t *testing.T) {
 			}
 			cfg := ExecConfig{Run: run}
 			if !tt.noApprover {
-				cfg.Approve = func(ctx context.Context, i int, s Step) error {
+				cfg.Approve = func(ctx context.Context, i int, s Step, _ json.RawMessage) error {
 					asked <- i
 					select {
 					case err := <-answer:
@@ -426,7 +426,7 @@ func TestExecuteRecoversPanics(t *testing.T) {
 	// A panicking approver fails its step too.
 	p := steps("x")
 	p.Steps[0].RequiresApproval = true
-	res, err = Execute(t.Context(), p, ExecConfig{Run: run, Logger: logger, Approve: func(context.Context, int, Step) error { panic("approver bug") }})
+	res, err = Execute(t.Context(), p, ExecConfig{Run: run, Logger: logger, Approve: func(context.Context, int, Step, json.RawMessage) error { panic("approver bug") }})
 	if err == nil || res[0].Status != StatusFailed || res[0].Err != "panic: approver bug" {
 		t.Errorf("panicking approver: %v %+v", err, res)
 	}

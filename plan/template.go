@@ -147,6 +147,15 @@ func (r scopeResolver) file(name string) (json.RawMessage, error) {
 // the rules), compacted. Empty args are returned as they are. Errors are
 // *TemplateError values naming the placeholder, except for args that are
 // not JSON.
+//
+// An input whose value is null (an optional input the caller left out;
+// the runtime binds those to null) is left out where it stands alone: a
+// string value that is exactly "{{inputs.x}}" is removed, key and all,
+// from its object (or from its array; at the top level the args are
+// null), so the tool sees the argument as omitted rather than null. Used
+// anywhere else (inside text, or with a path: "{{inputs.x.a}}") a null
+// input is an error: there is nothing sensible to splice in. An input
+// absent from the inputs altogether is an error wherever it is used.
 func Render(args json.RawMessage, sc Scope) (json.RawMessage, error) {
 	return render(args, scopeResolver{&sc})
 }
@@ -161,6 +170,9 @@ func render(args json.RawMessage, res resolver) (json.RawMessage, error) {
 	w := walker{res: res, out: make([]byte, 0, len(args))}
 	if _, err := w.value(args, skipWS(args, 0)); err != nil {
 		return nil, err
+	}
+	if w.omit {
+		return json.RawMessage("null"), nil
 	}
 	return w.out, nil
 }
@@ -204,6 +216,9 @@ type walker struct {
 	out     []byte
 	ptr     []byte
 	refs    []Placeholder
+	// omit is set by a value that is to be left out (an input that was
+	// not given); its container removes it.
+	omit bool
 }
 
 func (w *walker) value(b []byte, i int) (int, error) {
@@ -215,7 +230,11 @@ func (w *walker) value(b []byte, i int) (int, error) {
 			w.out = append(w.out, '}')
 			return i + 1, nil
 		}
-		for {
+		for kept := 0; ; {
+			start := len(w.out)
+			if kept > 0 {
+				w.out = append(w.out, ',')
+			}
 			ke := skipString(b, i)
 			w.out = append(w.out, b[i:ke]...)
 			w.out = append(w.out, ':')
@@ -227,12 +246,16 @@ func (w *walker) value(b []byte, i int) (int, error) {
 				return 0, err
 			}
 			w.ptr = w.ptr[:mark]
+			if w.omit {
+				w.omit, w.out = false, w.out[:start]
+			} else {
+				kept++
+			}
 			i = skipWS(b, i)
 			if b[i] == '}' {
 				w.out = append(w.out, '}')
 				return i + 1, nil
 			}
-			w.out = append(w.out, ',')
 			i = skipWS(b, i+1)
 		}
 	case '[':
@@ -242,7 +265,11 @@ func (w *walker) value(b []byte, i int) (int, error) {
 			w.out = append(w.out, ']')
 			return i + 1, nil
 		}
-		for n := 0; ; n++ {
+		for n, kept := 0, 0; ; n++ {
+			start := len(w.out)
+			if kept > 0 {
+				w.out = append(w.out, ',')
+			}
 			mark := len(w.ptr)
 			w.ptr = appendPointerIndex(w.ptr, n)
 			var err error
@@ -250,12 +277,16 @@ func (w *walker) value(b []byte, i int) (int, error) {
 				return 0, err
 			}
 			w.ptr = w.ptr[:mark]
+			if w.omit {
+				w.omit, w.out = false, w.out[:start]
+			} else {
+				kept++
+			}
 			i = skipWS(b, i)
 			if b[i] == ']' {
 				w.out = append(w.out, ']')
 				return i + 1, nil
 			}
-			w.out = append(w.out, ',')
 			i = skipWS(b, i+1)
 		}
 	case '"':
@@ -340,6 +371,16 @@ func (w *walker) whole(ph *Placeholder) error {
 		w.out = append(w.out, "null"...)
 		return nil
 	}
+	if ph.Kind == KindInput && len(ph.elems) == 0 {
+		v, err := w.res.input(ph.Target)
+		if err != nil {
+			return w.fail(ph, err.Error())
+		}
+		if string(trimValue(v)) == "null" {
+			w.omit = true // an optional input left out: so is the argument
+			return nil
+		}
+	}
 	v, err := w.resolve(ph)
 	if err != nil {
 		return err
@@ -368,6 +409,9 @@ func (w *walker) resolve(ph *Placeholder) ([]byte, error) {
 		v, err = w.res.last()
 	case KindInput:
 		v, err = w.res.input(ph.Target)
+		if err == nil && string(trimValue(v)) == "null" {
+			return nil, w.fail(ph, fmt.Sprintf("input %q was not given (it is null): an optional input can be used only as a whole value, \"{{inputs.%s}}\", which is then left out", ph.Target, ph.Target))
+		}
 	case KindFile:
 		v, err = w.res.file(ph.Target)
 	}

@@ -28,7 +28,11 @@ var (
 )
 
 // Background owns background tasks (published workflows running detached,
-// task_* tools) and the schedules that submit them.
+// Bash commands given run_in_background, task_* tools) and the schedules
+// that submit them. Its tasks belong to the server, not to the session
+// whose model started one: they outlive the turn and the session, any
+// session's task tools reach them by id, and Close (server shutdown) kills
+// what still runs.
 type Background struct {
 	Tasks     *task.Registry
 	Schedules *schedule.Scheduler
@@ -53,6 +57,7 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 	}
 	opt := task.Options{Logger: cfg.Logger}
 	if rt := cfg.Runtime; rt != nil {
+		opt.Secrets = rt.secrets
 		opt.OnCreated = rt.taskHook(hook.TaskCreated)
 		opt.OnCompleted = rt.taskHook(hook.TaskCompleted)
 	}
@@ -61,7 +66,8 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 		t, err := reg.SubmitWorkflow(ctx, workflowID, inputs)
 		return t.ID, err
 	}
-	sch := schedule.NewScheduler(cfg.Schedules, submit, schedule.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	sch := schedule.NewScheduler(cfg.Schedules, submit, schedule.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+		Check: cfg.Runs.CheckWorkflow})
 	if err := sch.Start(ctx); err != nil {
 		_ = reg.Close(ctx)
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
@@ -248,7 +249,17 @@ func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Inp
 	if fill != nil {
 		fill(&in)
 	}
-	go m.Run(context.WithoutCancel(rt.shutdown), in)
+	m.Go(rt.shutdown, in) // bounded; the manager's Close waits for it
+}
+
+// redactor is the event logs' redaction (eventlog.Options.Redact): the
+// one place every event of a session or a run passes before any reader or
+// the store gets it. nil without secrets.
+func redactor(sec *secret.Set) func([]byte) []byte {
+	if sec == nil {
+		return nil
+	}
+	return sec.RedactJSON
 }
 
 func (rt *Runtime) redact(s string) string {
@@ -258,31 +269,10 @@ func (rt *Runtime) redact(s string) string {
 	return s
 }
 
-// redactMessages replaces secret values in the text of messages before
-// they are stored.
+// redactMessages replaces secret values in every field of messages (text,
+// tool inputs, tool results, at any depth) before they are stored.
 func (rt *Runtime) redactMessages(msgs []llm.Message) []llm.Message {
-	sec := rt.secrets
-	if sec == nil || sec.Len() == 0 {
-		return msgs
-	}
-	out := make([]llm.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = m
-		out[i].Content = redactBlocks(sec.Redact, m.Content)
-	}
-	return out
-}
-
-func redactBlocks(redact func(string) string, blocks []llm.Block) []llm.Block {
-	out := make([]llm.Block, len(blocks))
-	for i, b := range blocks {
-		b.Text = redact(b.Text)
-		if len(b.Content) > 0 {
-			b.Content = redactBlocks(redact, b.Content)
-		}
-		out[i] = b
-	}
-	return out
+	return secret.Redacted(rt.secrets, msgs)
 }
 
 // PermissionRequestData is the payload of a permission_request event

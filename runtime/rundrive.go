@@ -16,6 +16,7 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
@@ -285,17 +286,30 @@ func (x *execution) draft(ctx context.Context) (plan.Plan, error) {
 		// something else anyway is refused at plan_ready.
 		tools = slices.DeleteFunc(tools, func(s tool.Spec) bool { return !s.ReadOnly })
 	}
+	var sec *secret.Set
+	if x.pol != nil {
+		sec = x.pol.Secrets
+	}
+	// The planner, a model, is never shown a registered value; its tokens
+	// go through a stream, which holds back the start of a value split
+	// across them (the event log redacts each event, not across events).
+	tokens := sec.NewStream()
+	publish := func(text string) {
+		if text == "" {
+			return
+		}
+		b, _ := json.Marshal(map[string]string{"text": text})
+		// Published, not awaited: tokens are many and small, and the
+		// event log keeps their order with what follows.
+		if _, err := m.elog.Publish(context.WithoutCancel(ctx), x.lr.id, store.Event{Type: RunEventPlanToken, Data: b}); err != nil {
+			m.log.Error("appending a run event failed", "run", x.lr.id, "type", RunEventPlanToken, "error", err)
+		}
+	}
+	defer func() { publish(tokens.Flush()) }()
 	return plan.Draft(ctx, plan.DraftConfig{
-		Provider: prov, Model: info.ID, Goal: p.run.Goal, Tools: tools,
-		InputSchema: p.schema, Memories: memories, Files: files, Env: p.env,
-		OnToken: func(text string) {
-			b, _ := json.Marshal(map[string]string{"text": text})
-			// Published, not awaited: tokens are many and small, and the
-			// event log keeps their order with what follows.
-			if _, err := m.elog.Publish(context.WithoutCancel(ctx), x.lr.id, store.Event{Type: RunEventPlanToken, Data: b}); err != nil {
-				m.log.Error("appending a run event failed", "run", x.lr.id, "type", RunEventPlanToken, "error", err)
-			}
-		},
+		Provider: prov, Model: info.ID, Goal: sec.Redact(p.run.Goal), Tools: tools,
+		InputSchema: p.schema, Memories: secret.Redacted(sec, memories), Files: files, Env: p.env,
+		OnToken: func(text string) { publish(tokens.Write(text)) },
 	})
 }
 
@@ -335,7 +349,9 @@ type stepDone struct {
 	FinishedAt time.Time       `json:"finishedAt,omitzero"`
 }
 
-func (x *execution) approveStep(ctx context.Context, i int, s plan.Step) error {
+// approveStep shows the step as it will run: its args rendered
+// (placeholders resolved), so a person approves what executes.
+func (x *execution) approveStep(ctx context.Context, i int, s plan.Step, args json.RawMessage) error {
 	if x.auto {
 		return nil
 	}
@@ -346,7 +362,7 @@ func (x *execution) approveStep(ctx context.Context, i int, s plan.Step) error {
 		x.lr.syncGateStatus(ctx)
 	}()
 	x.lr.syncGateStatus(ctx)
-	x.emit(ctx, RunEventStepApproval, stepInfo{Gate: "step", Index: i, StepID: id, Description: s.Description, Tool: s.Tool, Args: x.redactJSON(s.Args)})
+	x.emit(ctx, RunEventStepApproval, stepInfo{Gate: "step", Index: i, StepID: id, Description: s.Description, Tool: s.Tool, Args: x.redactJSON(args)})
 	select {
 	case <-ch:
 		return nil
@@ -409,7 +425,7 @@ func (x *execution) runStep(ctx context.Context, i int, s plan.Step, args json.R
 	// A tool that makes calls of its own finds the run's policy in its
 	// context, so nothing nested escapes the run's rules.
 	tctx := policy.WithCaller(ctx, policy.Caller{Policy: x.pol, Human: x.human(s), Checkpoint: x.checkpoint(s)})
-	res := reg.Execute(tctx, &tool.Call{ID: call.ToolUseID, Name: s.Tool, Input: input, Session: x.ts, Env: env})
+	res := reg.Execute(tctx, &tool.Call{ID: call.ToolUseID, Name: s.Tool, Input: input, Session: x.ts, Env: env, Secrets: x.pol.Secrets})
 	x.pol.After(context.WithoutCancel(ctx), call, v, &res)
 	if res.IsError {
 		return nil, errors.New(res.TextOf())

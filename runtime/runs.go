@@ -20,6 +20,7 @@ import (
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/workflow"
@@ -321,8 +322,14 @@ func NewRuns(ctx context.Context, cfg RunsConfig) (*Runs, error) {
 		now = time.Now
 	}
 	sctx, stop := context.WithCancel(context.Background())
+	var secrets *secret.Set // no API call replaces them (see Runtime.secrets)
+	if cfg.Policy != nil {
+		if p := cfg.Policy(); p != nil {
+			secrets = p.Secrets
+		}
+	}
 	m := &Runs{cfg: cfg, log: log, now: now, live: map[string]*liveRun{}, shutdown: sctx, stop: stop,
-		elog: eventlog.New(newRunEventStore(cfg.Runs), eventlog.Options{Logger: log})}
+		elog: eventlog.New(newRunEventStore(cfg.Runs), eventlog.Options{Logger: log, Redact: redactor(secrets)})}
 	ids, err := cfg.Runs.InterruptRuns(ctx)
 	if err != nil {
 		stop()

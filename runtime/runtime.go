@@ -228,7 +228,7 @@ func New(cfg Config) (*Runtime, error) {
 	if base.Mode == "" {
 		base.Mode = permission.ModeDefault
 	}
-	rt := &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log}),
+	rt := &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, now: time.Now, base: &base, hooks: base.Hooks, secrets: base.Secrets}
 	rt.lastSweep = rt.now()
 	if err := rt.recoverTurns(context.Background()); err != nil {

@@ -60,7 +60,11 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 		consumed.MessagesBefore = &n
 	}
 	if _, err := rt.appendTo(bg, l, store.EventMessageConsumed, consumed); err != nil {
-		rt.log.Error("appending an event failed", "session", l.id, "type", "message_consumed", "error", err)
+		// A turn nobody could see, whose start is not recorded, must not
+		// run (its tools would act unseen). The message stays accepted and
+		// unanswered in the store: the next start reports it dropped.
+		rt.log.Error("the turn cannot start: recording its start failed", "session", l.id, "message_seq", q.seq, "error", err)
+		return
 	}
 	fail := func(err error) {
 		rt.log.Error("turn failed to start", "session", l.id, "error", err)

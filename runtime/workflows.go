@@ -308,21 +308,7 @@ func (m *Runs) RunWorkflow(ctx context.Context, id string, req WorkflowRunReques
 // the task) is inherited as for a workflow called as a tool; otherwise
 // the server's applies and questions wait on the run's events.
 func (m *Runs) StartWorkflow(ctx context.Context, id string, inputs json.RawMessage) (string, error) {
-	w, err := m.GetWorkflow(ctx, id)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", fmt.Errorf("workflow %q not found: %w", id, err)
-		}
-		return "", err
-	}
-	if !w.Published {
-		return "", &InvalidError{fmt.Errorf("workflow %q is not published: publish it to run it in the background", id)}
-	}
-	var caller *policy.Caller
-	if c, ok := policy.CallerFrom(ctx); ok {
-		caller = &c
-	}
-	p, err := m.prepareWorkflow(w, inputs, nil, nil, caller)
+	p, err := m.prepareStart(ctx, id, inputs)
 	if err != nil {
 		return "", err
 	}
@@ -332,6 +318,41 @@ func (m *Runs) StartWorkflow(ctx context.Context, id string, inputs json.RawMess
 		return "", err
 	}
 	return r.ID, nil
+}
+
+// prepareStart is StartWorkflow up to the launch: every check it makes.
+func (m *Runs) prepareStart(ctx context.Context, id string, inputs json.RawMessage) (*prepared, error) {
+	w, err := m.GetWorkflow(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("workflow %q not found: %w", id, err)
+		}
+		return nil, err
+	}
+	if !w.Published {
+		return nil, &InvalidError{fmt.Errorf("workflow %q is not published: publish it to run it in the background", id)}
+	}
+	var caller *policy.Caller
+	if c, ok := policy.CallerFrom(ctx); ok {
+		caller = &c
+	}
+	return m.prepareWorkflow(w, inputs, nil, nil, caller)
+}
+
+// CheckWorkflow makes StartWorkflow's checks without starting anything:
+// the workflow exists and is published, the inputs satisfy its input
+// schema, and its plan is valid under this server's tools and settings.
+// Schedules use it at creation. Its errors are typed (*InvalidError for an
+// unknown or unpublished workflow, *InputsError, *ValidationError), so a
+// front door answers 400.
+func (m *Runs) CheckWorkflow(ctx context.Context, id string, inputs json.RawMessage) error {
+	_, err := m.prepareStart(ctx, id, inputs)
+	if errors.Is(err, store.ErrNotFound) {
+		// An unknown workflow makes the request wrong, not the schedule
+		// or task it is for missing.
+		return &InvalidError{fmt.Errorf("workflow %q not found", id)}
+	}
+	return err
 }
 
 // callCancelGrace bounds how long a cancelled workflow tool call waits
@@ -432,11 +453,41 @@ func (m *Runs) prepareWorkflow(w store.Workflow, rawInputs json.RawMessage, gran
 	if err := m.checkPlan(pl, env, c); err != nil {
 		return nil, err
 	}
+	if err := checkLeftOutInputs(pl, inputs); err != nil {
+		return nil, err
+	}
 	norm := pl.Normalize()
 	p := &prepared{cfg: c, plan: &norm, grants: grants, inputs: inputs, schema: w.InputSchema, env: env,
 		approve: !c.autoApprove(), caller: caller}
 	p.run = store.Run{Goal: workflowGoal(w, inputs), WorkflowID: w.ID}
 	return p, nil
+}
+
+// checkLeftOutInputs refuses, before anything runs, inputs that were left
+// out (bound to null) but that a step uses where they cannot simply be left
+// out: inside text or with a path (plan.Render fails there; alone,
+// "{{inputs.x}}" drops its argument).
+func checkLeftOutInputs(pl plan.Plan, inputs map[string]json.RawMessage) error {
+	var probs []string
+	for i, s := range pl.Steps {
+		refs, err := plan.Refs(s.Args)
+		if err != nil {
+			continue // checkPlan has accepted the plan: unreachable
+		}
+		for _, r := range refs {
+			if r.Kind != plan.KindInput || (r.Whole && r.Path == "") {
+				continue
+			}
+			if v, ok := inputs[r.Target]; ok && string(bytes.TrimSpace(v)) == "null" {
+				probs = append(probs, fmt.Sprintf("input %q was not given, but step %d (%q) uses it in %s at %s: give it, give it a default, or use it only as a whole value (\"{{inputs.%s}}\"), which is left out when it is not given",
+					r.Target, i, pl.ID(i), r.Text, r.Pointer, r.Target))
+			}
+		}
+	}
+	if len(probs) > 0 {
+		return &InputsError{Problems: probs}
+	}
+	return nil
 }
 
 // workflowGoal is a workflow run's goal: its description with the inputs

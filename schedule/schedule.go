@@ -48,6 +48,11 @@ var (
 // task's id; its errors are user-facing.
 type SubmitFunc func(ctx context.Context, workflowID string, inputs json.RawMessage) (taskID string, err error)
 
+// CheckFunc says whether a workflow could be submitted with inputs now
+// (it exists, is published, and accepts the inputs) without running it.
+// Its errors are user-facing and returned by Create as they are.
+type CheckFunc func(ctx context.Context, workflowID string, inputs json.RawMessage) error
+
 // Options configure a Scheduler. The zero value means the defaults.
 type Options struct {
 	// Clock is the time source; nil means RealClock().
@@ -62,6 +67,10 @@ type Options struct {
 	// TTL is how long after its creation a schedule expires (becomes
 	// inactive). Zero means DefaultTTL.
 	TTL time.Duration
+	// Check, when set, vets a schedule's workflow and inputs at Create, so
+	// that a schedule that could never fire is refused then rather than
+	// failing at every firing.
+	Check CheckFunc
 }
 
 // Request asks for a schedule; it is also the body of POST /v1/schedules.
@@ -157,6 +166,11 @@ func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, er
 	if err := s.validate(&req); err != nil {
 		return store.Schedule{}, err
 	}
+	if s.opt.Check != nil {
+		if err := s.opt.Check(ctx, req.WorkflowID, req.Inputs); err != nil {
+			return store.Schedule{}, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Clock.Now()
@@ -213,6 +227,16 @@ func (s *Scheduler) recordRun(sch *store.Schedule, now time.Time, taskID string)
 	sch.LastRunAt = now
 	sch.RunCount++
 	sch.LastTaskID = taskID
+	sch.LastError, sch.LastErrorAt = "", time.Time{}
+	advance(sch, now)
+}
+
+// recordFailure notes a firing that could not be submitted, on the
+// schedule itself (GET /v1/schedules shows it), and moves on to the next
+// slot: retrying at once would fail the same way.
+func (s *Scheduler) recordFailure(sch *store.Schedule, now time.Time, err error) {
+	s.log.Error("schedule: firing failed", "schedule", sch.ID, "workflow", sch.WorkflowID, "err", err)
+	sch.LastError, sch.LastErrorAt = err.Error(), now
 	advance(sch, now)
 }
 
@@ -259,8 +283,9 @@ func (s *Scheduler) Delete(ctx context.Context, id string) error {
 // FireDue submits a run for every active schedule due at the clock's now
 // and deactivates the expired ones (a schedule fires only before it
 // expires). It returns the schedules that fired, as updated. A failed
-// submission is logged and the schedule moves on to its next slot: retrying
-// at once would fail the same way.
+// submission is logged and recorded on the schedule (LastError,
+// LastErrorAt), and the schedule moves on to its next slot: retrying at
+// once would fail the same way.
 func (s *Scheduler) FireDue(ctx context.Context) ([]store.Schedule, error) {
 	fired, _, err := s.pass(ctx)
 	return fired, err
@@ -290,8 +315,7 @@ func (s *Scheduler) pass(ctx context.Context) (fired []store.Schedule, next time
 		default:
 			taskID, serr := s.submit(ctx, sch.WorkflowID, sch.Inputs)
 			if serr != nil {
-				s.log.Error("schedule: firing failed", "schedule", sch.ID, "workflow", sch.WorkflowID, "err", serr)
-				advance(&sch, now)
+				s.recordFailure(&sch, now, serr)
 			} else {
 				s.recordRun(&sch, now, taskID)
 				ran = true

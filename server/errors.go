@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/weft-run/weft/runtime"
@@ -15,7 +16,7 @@ import (
 // The error types of seed 000; every error response is
 // {"error":{"type":...,"message":...}} with one of them.
 const (
-	errInvalidRequest = "invalid_request_error" // 400 (and 405, 413)
+	errInvalidRequest = "invalid_request_error" // 400 (and 405, 408, 413, 415, 431)
 	errAuthentication = "authentication_error"  // 401
 	errPermission     = "permission_error"      // 403
 	errNotFound       = "not_found_error"       // 404
@@ -102,16 +103,21 @@ func quote(s string) string {
 // decodeBody decodes the JSON request body into dst. An empty body decodes
 // as {} (so that optional bodies, like POST /v1/sessions', may be left
 // out). It writes the error response itself and reports whether decoding
-// succeeded: 413 over MaxBodyBytes, 400 naming the problem otherwise.
+// succeeded: 415 for a body that is not declared as JSON, 413 over
+// MaxBodyBytes, 408 when the client does not send the body in time, 400
+// naming the problem otherwise.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any) bool {
+	if !requireJSON(w, r) {
+		return false
+	}
 	if r.ContentLength > MaxBodyBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, errInvalidRequest, tooLargeMessage)
 		return false
 	}
-	if err := decodeJSON(http.MaxBytesReader(w, r.Body, MaxBodyBytes), dst); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, errInvalidRequest, tooLargeMessage)
+	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, MaxBodyBytes)}
+	if err := decodeJSON(body, dst); err != nil {
+		if body.err != nil {
+			writeBodyError(w, body.err)
 		} else {
 			writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
 		}
@@ -120,13 +126,46 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any) bool {
 	return true
 }
 
+// bodyReader remembers the error reading the body failed with, to tell a
+// transport failure from bad JSON.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// writeBodyError answers a request whose body could not be read: 413 over
+// MaxBodyBytes, 408 when the body read deadline passed (and the connection
+// is closed: the rest of the body may still be on its way), 400 otherwise.
+func writeBodyError(w http.ResponseWriter, err error) {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, errInvalidRequest, tooLargeMessage)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, errInvalidRequest, "the request body did not arrive in time")
+	default:
+		writeError(w, http.StatusBadRequest, errInvalidRequest, "reading the request body failed")
+	}
+}
+
 const tooLargeMessage = "request body exceeds 10 MB"
 
 // decodeJSON decodes exactly one JSON value from body into dst, with
-// messages a client can act on. Unknown fields are ignored, so that older
-// servers accept newer clients.
+// messages a client can act on. An unknown field is an error that names
+// it: a misspelt optional field ("sesion_id") would otherwise be dropped
+// without a word, and the request run as if it had not been sent.
 func decodeJSON(body io.Reader, dst any) error {
 	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
 	if errors.Is(err, io.EOF) {
 		return nil // empty body
@@ -162,6 +201,9 @@ func decodeJSON(body io.Reader, dst any) error {
 		return fmt.Errorf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
 	case errors.As(err, &invalidUT):
 		return err // a bug in the caller, not the client
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no type for it; the message names the field.
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return fmt.Errorf("malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,16 +20,22 @@ func FuzzDecodeBody(f *testing.F) {
 		``, `{}`, `null`, `{"prompt":"hi"}`, `{"prompt":"hi","max_turns":3,"stop_sequences":["x"]}`,
 		`{"prompt":5}`, `{"prompt":"x"} x`, `[`, `{"prompt":"\ud800"}`, `{"max_turns":1e400}`,
 		`{"stop_sequences":[null,"a"]}`, `"str"`, `{"allow":true,"reason":"r"}`, "\xff\xfe",
+		`{"prompt":"hi","sesion_id":"x"}`, `{"prompt":"hi","model":"m","extra":{"deep":[1]}}`, `{"prompt":"hi","":1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/v1/agent/run", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		var q turnRequest
 		if decodeBody(rec, req, &q) {
 			if rec.Code != http.StatusOK || rec.Body.Len() != 0 {
 				t.Fatalf("decoded, yet wrote a response: %d %s", rec.Code, rec.Body)
+			}
+			// A field turnRequest does not have is refused, never dropped.
+			if k := unknownKey(body, "prompt", "model", "system_prompt", "max_turns", "stop_sequences", "thinking"); k != "" {
+				t.Fatalf("%q decoded with the unknown field %q", body, k)
 			}
 			msg := q.validate()
 			if msg == "" && strings.TrimSpace(q.Prompt) == "" {
@@ -42,6 +50,7 @@ func FuzzDecodeBody(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Type != errInvalidRequest || e.Error.Message == "" {
 			t.Fatalf("error response %q (%v) for %q", rec.Body, err, body)
 		}
+
 		// Whatever decodes into a permission answer or a session request
 		// does not panic either.
 		var p struct {
@@ -50,6 +59,21 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 		_ = decodeJSON(bytes.NewReader(body), &p)
 	})
+}
+
+// unknownKey returns a top-level key of a JSON object body that matches
+// none of known (encoding/json matches names case-insensitively).
+func unknownKey(body []byte, known ...string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	for k := range m {
+		if !slices.ContainsFunc(known, func(n string) bool { return strings.EqualFold(n, k) }) {
+			return k
+		}
+	}
+	return ""
 }
 
 // FuzzParsePosition: a position is a non-negative integer written in
@@ -86,6 +110,53 @@ func FuzzParsePosition(f *testing.F) {
 		want, perr := strconv.ParseInt(used, 10, 64)
 		if perr != nil || want != n || strings.ContainsAny(used, "+-") {
 			t.Fatalf("%q parsed as %d (strconv: %d, %v)", used, n, want, perr)
+		}
+	})
+}
+
+// FuzzHostAllowed: without configured hosts only localhost, *.localhost
+// and IP addresses pass, whatever the case, port or brackets; parsing
+// never panics.
+func FuzzHostAllowed(f *testing.F) {
+	for _, s := range []string{"localhost:8080", "LOCALHOST.", "a.localhost", "evillocalhost", "127.0.0.1:80", "[::1]:1",
+		"[::1", "::1", "fe80::1%eth0", "evil.example", "localhost.evil.example", "localhost@evil", "", ":", "[]:80", "2130706433",
+		"xn--localhost", "localhost:8080:9090", "[localhost]:80", "a b", "\x00"} {
+		f.Add(s)
+	}
+	none := newHostAllowlist(nil)
+	f.Fuzz(func(t *testing.T, host string) {
+		ok := none.allowed(host)
+		if !ok {
+			return
+		}
+		name := hostName(host)
+		_, ipErr := netip.ParseAddr(name)
+		if name != "localhost" && !strings.HasSuffix(name, ".localhost") && ipErr != nil {
+			t.Fatalf("%q (name %q) is allowed", host, name)
+		}
+		if !none.allowed(strings.ToUpper(host)) {
+			t.Fatalf("%q is allowed, its upper case is not", host)
+		}
+	})
+}
+
+// FuzzNetHTTPError: recognising net/http's own answers never panics, and
+// recognises only error statuses.
+func FuzzNetHTTPError(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 431 Request Header Fields Too Large" + netHTTPErrorHeaders + "431 Request Header Fields Too Large",
+		"HTTP/1.1 400 Bad Request: x" + netHTTPErrorHeaders, "HTTP/1.1 " + netHTTPErrorHeaders, "HTTP/1.1 99" + netHTTPErrorHeaders,
+		"HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\n\r\n", "id: 1\n", "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		code, _, ok := netHTTPError(p)
+		if ok && (code < 400 || code > 599) {
+			t.Fatalf("status %d recognised in %q", code, p)
+		}
+		if ok {
+			_ = netHTTPErrorMessage(code, "", 4096)
 		}
 	})
 }

@@ -15,10 +15,54 @@ import (
 	"github.com/weft-run/weft/runtime"
 )
 
+// healthTimeout bounds the store check of GET /v1/health.
+const healthTimeout = 2 * time.Second
+
+// healthTTL is how long a store check answers GET /v1/health: the endpoint
+// needs no token, and the check waits for the store's write connection, so
+// a flood of health checks must not become a flood of store calls.
+const healthTTL = time.Second
+
+// health checks the runtime at most once per healthTTL; concurrent
+// callers share one check. The check does not depend on any caller's
+// connection, whose end would otherwise be taken for the store's failure.
+func (s *Server) health(ctx context.Context) error {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if !s.healthAt.IsZero() && time.Since(s.healthAt) < healthTTL {
+		return s.healthErr
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
+	defer cancel()
+	s.healthErr = s.rt.Health(rctx)
+	s.healthAt = time.Now()
+	if s.healthErr != nil && !errors.Is(s.healthErr, runtime.ErrClosed) {
+		s.log.Error("health check failed", "request_id", requestID(ctx), "error", s.healthErr)
+	}
+	return s.healthErr
+}
+
+// handleHealth answers 200 {"status":"ok"} when the runtime and its store
+// answer, and 503 {"status":"unavailable", "error":{...}} when they do not
+// (or the server is shutting down), so that a load balancer or an
+// orchestrator stops sending work to it. What failed is logged, not shown.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	now := time.Now().UTC().Format(time.RFC3339)
+	if err := s.health(r.Context()); err != nil {
+		msg := "the store is unavailable"
+		if errors.Is(err, runtime.ErrClosed) {
+			msg = "the server is shutting down"
+		}
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+			"status": "unavailable", "timestamp": now, "version": s.cfg.Version,
+			"error": errorDetail{Type: errInternal, Message: msg},
+		})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{
 		"status":    "ok",
-		"timestamp": time.Now().UTC().Format(time.RFC3339),
+		"timestamp": now,
 		"version":   s.cfg.Version,
 	})
 }
@@ -251,8 +295,11 @@ func toSessionJSON(s runtime.Session) sessionJSON {
 		MessageCount: s.MessageCount, LastSeq: s.LastSeq}
 }
 
+// sessionIDRule is what validSessionID accepts, as an error message.
+const sessionIDRule = "session_id must be 1 to 128 letters, digits, '-', '_', '.' or ':', starting with a letter or digit"
+
 // validSessionID keeps client-chosen ids usable as one URL path segment
-// and safe in logs.
+// and safe in logs. Every front door that creates sessions checks it.
 func validSessionID(id string) bool {
 	if id == "" || len(id) > 128 {
 		return false
@@ -277,8 +324,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.SessionID != "" && !validSessionID(q.SessionID) {
-		writeError(w, http.StatusBadRequest, errInvalidRequest,
-			"session_id must be 1 to 128 letters, digits, '-', '_', '.' or ':', starting with a letter or digit")
+		writeError(w, http.StatusBadRequest, errInvalidRequest, sessionIDRule)
 		return
 	}
 	sess, err := s.rt.CreateSession(r.Context(), q.SessionID)

@@ -233,6 +233,7 @@ func TestBodyTooLargeChunked(t *testing.T) {
 		pw.Close()
 	}()
 	req, _ := http.NewRequest("POST", a.url+"/v1/sessions", pr)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -540,6 +541,8 @@ func TestDecodeJSONMessages(t *testing.T) {
 		{`"x"`, `the request body must be a JSON object, not string`},
 		{`{"prompt":"x"`, `malformed JSON: the body ends in the middle of a value`},
 		{`{"prompt":"x"}x`, `malformed JSON: unexpected data after the request object`},
+		{`{"prompt":"x","unknown":1}`, `unknown field "unknown"`},
+		{`{"Prompt ":"x"}`, `unknown field "Prompt "`},
 	}
 	for _, tc := range tests {
 		var q turnRequest
@@ -549,7 +552,9 @@ func TestDecodeJSONMessages(t *testing.T) {
 		}
 	}
 	var q turnRequest
-	if err := decodeJSON(strings.NewReader(`{"prompt":"x","unknown":1}`), &q); err != nil || q.Prompt != "x" {
-		t.Errorf("unknown fields: %v", err)
+	if err := decodeJSON(strings.NewReader(`{"prompt":"x","PROMPT":"y"}`), &q); err != nil || q.Prompt != "y" {
+		// encoding/json matches names case-insensitively; that is not an
+		// unknown field.
+		t.Errorf("case-insensitive names: %v %q", err, q.Prompt)
 	}
 }

@@ -213,16 +213,7 @@ const (
 // cors echoes the request's Origin only when it is configured ("*" allows
 // any), and answers preflight (and any other OPTIONS) requests itself.
 func (s *Server) cors(next http.Handler) http.Handler {
-	anyOrigin := false
-	allowed := map[string]bool{}
-	for _, o := range s.cfg.CORSOrigins {
-		o = strings.TrimSpace(o)
-		if o == "*" {
-			anyOrigin = true
-		} else if o != "" {
-			allowed[strings.TrimRight(o, "/")] = true
-		}
-	}
+	anyOrigin, allowed := s.corsOrigins()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		h := w.Header()
@@ -231,7 +222,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			switch {
 			case anyOrigin:
 				h.Set("Access-Control-Allow-Origin", "*")
-			case allowed[origin]:
+			case allowed[normOrigin(origin)]:
 				h.Set("Access-Control-Allow-Origin", origin)
 			default:
 				origin = ""
@@ -326,30 +317,48 @@ func (l *rateLimiter) allow(ip string) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
+// rateLimit limits authenticated requests per client IP. It runs after
+// auth, so that requests with a wrong token or none cannot spend a real
+// client's budget (they have their own, see auth). Opening an event
+// stream or the WebSocket is not counted: EventSource reconnects by
+// itself after every drop and gives up for good on a 429, so a client
+// that lost its connection a few times would otherwise lose its stream.
 func (s *Server) rateLimit(next http.Handler) http.Handler {
 	if s.limiter == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if exempt(r) {
+		if exempt(r) || (r.Method == http.MethodGet && streamPath(r.URL.Path)) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		if ok, wait := s.limiter.allow(clientIP(r)); !ok {
-			secs := int((wait + time.Second - 1) / time.Second)
-			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-			writeError(w, http.StatusTooManyRequests, errRateLimit,
-				fmt.Sprintf("rate limit of %d requests per minute exceeded; retry in %ds", s.limiter.limit, max(secs, 1)))
+			writeRateLimited(w, wait, fmt.Sprintf("rate limit of %d requests per minute exceeded", s.limiter.limit))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
+// writeRateLimited answers 429 with Retry-After.
+func writeRateLimited(w http.ResponseWriter, wait time.Duration, msg string) {
+	secs := max(int((wait+time.Second-1)/time.Second), 1)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeError(w, http.StatusTooManyRequests, errRateLimit, fmt.Sprintf("%s; retry in %ds", msg, secs))
+}
+
 // auth checks the bearer token in constant time. It is read from the
 // Authorization header, or seed 001's X-FengYu-Token header. Browsers'
 // EventSource and WebSocket cannot set headers, so GET event streams (of
 // sessions and runs) and the WebSocket also accept it as ?token=.
+//
+// Requests that fail have a per-IP budget of their own (the rate limit):
+// past it they are answered 429 instead of 401 or 403, which tells a
+// misconfigured client to back off. A request with the right token is
+// never refused by it, so that a flood of bad requests (from a web page,
+// say, which can make a browser send them to a loopback server) cannot
+// lock the real client out. It is no defence against guessing a weak
+// token: the token must be long and random.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.BearerToken == "" {
 		return next
@@ -357,6 +366,18 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	// Comparing digests keeps the comparison constant-time in the length
 	// of the token too.
 	want := sha256.Sum256([]byte(s.cfg.BearerToken))
+	fail := func(w http.ResponseWriter, r *http.Request, status int, typ, msg string) {
+		if s.failures != nil {
+			if ok, wait := s.failures.allow(clientIP(r)); !ok {
+				writeRateLimited(w, wait, fmt.Sprintf("more than %d requests per minute from this address failed authentication", s.failures.limit))
+				return
+			}
+		}
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
+		}
+		writeError(w, status, typ, msg)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if exempt(r) {
 			next.ServeHTTP(w, r)
@@ -366,35 +387,34 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		if h := r.Header.Get("Authorization"); h != "" {
 			scheme, rest, _ := strings.Cut(h, " ")
 			if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(rest) == "" {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
-				writeError(w, http.StatusUnauthorized, errAuthentication, `the Authorization header must be "Bearer <token>"`)
+				fail(w, r, http.StatusUnauthorized, errAuthentication, `the Authorization header must be "Bearer <token>"`)
 				return
 			}
 			token = strings.TrimSpace(rest)
 		} else if h := r.Header.Get("X-FengYu-Token"); h != "" {
 			// Seed 001's header, so that its clients work unchanged.
 			token = strings.TrimSpace(h)
-		} else if r.Method == http.MethodGet && queryTokenAllowed(r.URL.Path) {
+		} else if r.Method == http.MethodGet && streamPath(r.URL.Path) {
 			token = r.URL.Query().Get("token")
 		}
 		if token == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
-			writeError(w, http.StatusUnauthorized, errAuthentication, "missing Authorization header")
+			fail(w, r, http.StatusUnauthorized, errAuthentication, "missing Authorization header")
 			return
 		}
 		got := sha256.Sum256([]byte(token))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			writeError(w, http.StatusForbidden, errPermission, "invalid bearer token")
+			fail(w, r, http.StatusForbidden, errPermission, "invalid bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// queryTokenAllowed: the streams a browser opens without control over
-// headers. Elsewhere a token in the URL would only end up in proxies'
-// logs and browser history.
-func queryTokenAllowed(path string) bool {
+// streamPath: the streams a browser opens without control over headers
+// (event streams of sessions and runs, the WebSocket). They accept the
+// token as ?token=; elsewhere a token in the URL would only end up in
+// proxies' logs and browser history. Opening one is not rate limited.
+func streamPath(path string) bool {
 	if path == "/v1/ws" || path == "/api/agent/stream" {
 		return true
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/runtime"
@@ -282,21 +281,24 @@ func (s *Server) handleApproveRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var a runtime.Approval
 	if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
+		// One strict decode: the plan is the body itself ({"steps": ...}),
+		// so a misspelt step field ("dependOn") is refused rather than
+		// silently run without its dependency.
 		var q struct {
-			Steps  json.RawMessage `json:"steps"`
-			StepID string          `json:"stepId"`
+			runtime.Plan
+			StepID string `json:"stepId"`
 		}
 		if err := decodeJSON(bytes.NewReader(t), &q); err != nil {
-			writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
+			msg := err.Error()
+			if bytes.Contains(t, []byte(`"steps"`)) {
+				msg = "the edited plan: " + msg
+			}
+			writeError(w, http.StatusBadRequest, errInvalidRequest, msg)
 			return
 		}
 		a.StepID = q.StepID
 		if q.Steps != nil {
-			var p runtime.Plan
-			if err := json.Unmarshal(t, &p); err != nil {
-				writeError(w, http.StatusBadRequest, errInvalidRequest, "the edited plan: "+strings.TrimPrefix(err.Error(), "json: "))
-				return
-			}
+			p := q.Plan
 			a.Plan = &p
 		}
 	}
@@ -308,20 +310,18 @@ func (s *Server) handleApproveRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"runId": id, "status": "approved"})
 }
 
-// readBody reads a whole (bounded) request body.
+// readBody reads a whole (bounded) JSON request body.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if !requireJSON(w, r) {
+		return nil, false
+	}
 	if r.ContentLength > MaxBodyBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, errInvalidRequest, tooLargeMessage)
 		return nil, false
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, errInvalidRequest, tooLargeMessage)
-		} else {
-			writeError(w, http.StatusBadRequest, errInvalidRequest, "reading the body failed")
-		}
+		writeBodyError(w, err)
 		return nil, false
 	}
 	return raw, true

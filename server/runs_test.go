@@ -1028,6 +1028,8 @@ func FuzzRunBodies(f *testing.F) {
 		`{"name":"w","plan":{"steps":[]}}`, `{"steps":[{"tool":"echo","args":[]}]}`, `{"stepId":7}`,
 		`{"name":"w","inputSchema":{"type":"object","properties":{"a":{"type":["string","null"]}}},"plan":{"steps":[{"tool":"echo","args":{"text":"{{inputs.a}}"}}]},"canvas":{"n":[1, 2]}}`,
 		`{"runs":[{"goal":"a"}],"capabilityMode":"read-only"}`, `{"keepSteps":-3}`, "\xff",
+		`{"goal":"g","confg":{}}`, `{"workflow":{"steps":[{"tool":"echo","dependOn":[0]}]}}`, `{"steps":[{"tool":"echo","argz":{}}]}`,
+		`{"name":"w","plan":{"steps":[{"tool":"echo","requireApproval":true}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -1042,8 +1044,13 @@ func FuzzRunBodies(f *testing.F) {
 			{"/v1/runs/run_nope/approve", 0}, {"/v1/runs/run_nope/rewind", 0}, {"/v1/workflows/wf_nope/run", 0},
 		} {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest("POST", c.path, bytes.NewReader(body)))
+			req := httptest.NewRequest("POST", "http://127.0.0.1"+c.path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			h.ServeHTTP(rec, req)
 			status, raw := rec.Code, rec.Body.Bytes()
+			if status == http.StatusUnsupportedMediaType || (status == http.StatusForbidden && bytes.Contains(raw, []byte("is not allowed"))) {
+				t.Fatalf("POST %s: refused before its handler: %s", c.path, raw)
+			}
 			if status == c.ok && c.ok != 0 {
 				continue
 			}

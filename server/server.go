@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weft-run/weft/runtime"
@@ -44,11 +45,42 @@ type Config struct {
 	// checks and CORS preflights.
 	BearerToken string
 	// CORSOrigins are the origins echoed in Access-Control-Allow-Origin:
-	// exact origins ("http://localhost:3000") or "*" for any.
+	// exact origins ("http://localhost:3000") or "*" for any. They are
+	// also the only origins besides the server's own from which a browser
+	// may send a state-changing request or open the WebSocket.
 	CORSOrigins []string
+	// AllowedHosts are Host header values accepted besides loopback names
+	// (localhost, *.localhost) and IP addresses: a name ("weft.internal",
+	// any port), ".example.com" for a domain and its subdomains, or "*"
+	// for any. Without a BearerToken the Host is always checked (a page
+	// must not reach the server by DNS rebinding); with one, only when
+	// AllowedHosts is set.
+	AllowedHosts []string
 	// RateLimit is requests per minute per client IP: 0 means 60, a
-	// negative value turns rate limiting off.
+	// negative value turns rate limiting off. It counts authenticated
+	// requests except event-stream and WebSocket opens (reconnects must
+	// never be refused: EventSource gives up for good on a 429); requests that
+	// fail authentication have a budget of their own.
 	RateLimit int
+	// BodyReadTimeout bounds how long a client may take to send a request
+	// body, from the end of its headers: 0 means DefaultBodyReadTimeout,
+	// a negative value none. Streams are not affected: the deadline is
+	// lifted once the body has been read.
+	BodyReadTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send request
+	// headers (HTTPServer); 0 means DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers (HTTPServer); 0
+	// means DefaultMaxHeaderBytes. Larger requests get a 431.
+	MaxHeaderBytes int
+	// MaxConns bounds the connections open at once (Listener): 0 means
+	// DefaultMaxConns(), from the process's file descriptor limit, a
+	// negative value no bound. Connections over it are answered 503.
+	MaxConns int
+	// MaxConnsPerIP bounds one client IP's connections (Listener); 0 or
+	// less means no bound. Behind a proxy, and on loopback, every client
+	// has the same IP, so it is off by default.
+	MaxConnsPerIP int
 	// Keepalive is the SSE heartbeat interval; 0 means 15s.
 	Keepalive time.Duration
 	// Logger receives one line per request and the errors; nil means
@@ -69,10 +101,16 @@ type Server struct {
 	rt        *runtime.Runtime
 	log       *slog.Logger
 	keepalive time.Duration
-	limiter   *rateLimiter
+	limiter   *rateLimiter // authenticated requests
+	failures  *rateLimiter // requests that fail authentication
 	toolsBody []byte
 	mux       *http.ServeMux
 	handler   http.Handler
+
+	// The last health check (see health).
+	healthMu  sync.Mutex
+	healthAt  time.Time
+	healthErr error
 
 	// closing is cancelled by Close: every open stream (SSE, WebSocket)
 	// ends cleanly when it is.
@@ -96,8 +134,10 @@ func New(cfg Config) *Server {
 	switch {
 	case cfg.RateLimit == 0:
 		s.limiter = newRateLimiter(DefaultRateLimit, time.Minute)
+		s.failures = newRateLimiter(DefaultRateLimit, time.Minute)
 	case cfg.RateLimit > 0:
 		s.limiter = newRateLimiter(cfg.RateLimit, time.Minute)
+		s.failures = newRateLimiter(cfg.RateLimit, time.Minute)
 	}
 	s.toolsBody = renderTools(cfg.Tools)
 	s.closing, s.closeStreams = context.WithCancel(context.Background())
@@ -128,13 +168,16 @@ func New(cfg Config) *Server {
 	s.registerTaskRoutes(mux)
 	s.mux = mux
 
-	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.cors, s.rateLimit, s.auth)
+	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.bodyDeadline, s.hostGuard,
+		s.cors, s.originGuard, s.auth, s.rateLimit)
 	return s
 }
 
-// Handler returns the API: the routes wrapped in the middleware chain of
-// seed 000 (outermost first: panic recovery, request logging with
-// X-Request-ID, CORS, rate limiting, bearer auth).
+// Handler returns the API: the routes wrapped in the middleware chain,
+// outermost first: panic recovery, request logging with X-Request-ID, the
+// body read deadline, the Host check, CORS (which answers preflights),
+// the cross-origin check, bearer auth, rate limiting. Serve it with
+// HTTPServer on Listener for the connection-level limits too.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close ends every open event stream and WebSocket cleanly. Call it on

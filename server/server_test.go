@@ -40,6 +40,10 @@ type apiOptions struct {
 	// anthropic, when set, serves "anthropic:..." models (the OpenAI
 	// protocol cannot report a stop sequence).
 	anthropic *llmtest.Server
+	// config adjusts the server's Config before New.
+	config func(*Config)
+	// real serves the API as weft serve does: HTTPServer on Listener.
+	real bool
 }
 
 // api is the real handler on a loopback server over a runtime with a
@@ -97,9 +101,20 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	if rl == 0 {
 		rl = -1
 	}
-	a.s = New(Config{Runtime: rt, Tools: reg.Specs(), BearerToken: o.token, CORSOrigins: o.cors,
-		RateLimit: rl, Keepalive: o.keepalive, Logger: log, Version: "test"})
-	a.srv = httptest.NewServer(a.s.Handler())
+	cfg := Config{Runtime: rt, Tools: reg.Specs(), BearerToken: o.token, CORSOrigins: o.cors,
+		RateLimit: rl, Keepalive: o.keepalive, Logger: log, Version: "test"}
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	a.s = New(cfg)
+	if o.real {
+		a.srv = httptest.NewUnstartedServer(nil)
+		a.srv.Config = a.s.HTTPServer()
+		a.srv.Listener = a.s.Listener(a.srv.Listener)
+		a.srv.Start()
+	} else {
+		a.srv = httptest.NewServer(a.s.Handler())
+	}
 	a.url = a.srv.URL
 	t.Cleanup(a.close)
 	return a

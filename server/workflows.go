@@ -68,9 +68,30 @@ func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-func (s *Server) handleCreateWorkflow(w http.ResponseWriter, r *http.Request) {
+// decodeWorkflow decodes a workflow's body. Its plan is kept as sent for
+// the runtime to validate, but a field the runner does not know is refused
+// here like any other unknown field: a misspelt "dependsOn" would run a
+// step without waiting for the one it names.
+func decodeWorkflow(w http.ResponseWriter, r *http.Request) (runtime.WorkflowInput, bool) {
 	var q runtime.WorkflowInput
 	if !decodeBody(w, r, &q) {
+		return q, false
+	}
+	for name, raw := range map[string]json.RawMessage{"plan": q.Plan, "workflow": q.Workflow} {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+			var p runtime.Plan
+			if err := decodeJSON(bytes.NewReader(t), &p); err != nil && strings.HasPrefix(err.Error(), "unknown field ") {
+				writeError(w, http.StatusBadRequest, errInvalidRequest, name+": "+err.Error())
+				return q, false
+			}
+		}
+	}
+	return q, true
+}
+
+func (s *Server) handleCreateWorkflow(w http.ResponseWriter, r *http.Request) {
+	q, ok := decodeWorkflow(w, r)
+	if !ok {
 		return
 	}
 	wf, err := s.cfg.Runs.CreateWorkflow(r.Context(), q)
@@ -146,8 +167,8 @@ func (s *Server) handleUpdateWorkflow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var q runtime.WorkflowInput
-	if !decodeBody(w, r, &q) {
+	q, ok := decodeWorkflow(w, r)
+	if !ok {
 		return
 	}
 	wf, err := s.cfg.Runs.UpdateWorkflow(r.Context(), r.PathValue("id"), q, rev)

@@ -146,7 +146,8 @@ func TestWorkflowSaveChecks(t *testing.T) {
 
 // TestWorkflowRunInputs: POST .../run checks required inputs and basic
 // types, listing every problem in one 400; omitted optional inputs get
-// their default or null.
+// their default, and one without a default cannot be spliced into text
+// (400 naming it).
 func TestWorkflowRunInputs(t *testing.T) {
 	t.Parallel()
 	a := newRunsAPI(t, runsOptions{})
@@ -163,12 +164,16 @@ func TestWorkflowRunInputs(t *testing.T) {
 		t.Fatalf("wrong types: %+v", e)
 	}
 	decodeErr(t, a.do("POST", "/v1/workflows/wf_nope/run", `{}`), http.StatusNotFound, errNotFound)
-	m := a.doJSON("POST", "/api/workflows/"+id+"/run", `{"inputs":{"a":"x","b":2}}`, http.StatusOK)
+	e = decodeErrProblems(t, a.do("POST", "/api/workflows/"+id+"/run", `{"inputs":{"a":"x","b":2}}`), http.StatusBadRequest)
+	if len(e.InputProblems) != 1 || !strings.Contains(e.Message, `input "d" was not given`) {
+		t.Fatalf("an omitted optional input used in text: %+v", e)
+	}
+	m := a.doJSON("POST", "/api/workflows/"+id+"/run", `{"inputs":{"a":"x","b":2,"d":"y"}}`, http.StatusOK)
 	run := a.wait(m["runId"].(string))
 	if run.Status != "completed" || run.WorkflowID != id || run.Goal != "Run workflow join" {
 		t.Fatalf("run %+v", run)
 	}
-	if d := a.doJSON("GET", "/v1/runs/"+run.ID, nil, http.StatusOK); d["result"] != "x-2-5-null" {
+	if d := a.doJSON("GET", "/v1/runs/"+run.ID, nil, http.StatusOK); d["result"] != "x-2-5-y" {
 		t.Fatalf("result %v", d["result"])
 	}
 }

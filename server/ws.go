@@ -26,7 +26,9 @@ package server
 // The mapping from the log:
 //
 //	user_message      -> message_sent {message_id, content} (+ message_queued)
-//	(a turn starts)   -> message_consumed {message_id, content}
+//	message_consumed  -> message_consumed {message_id, content}: its turn starts
+//	message_dropped   -> message_dropped {message_id, content, reason}: it will never run
+//	                     (a stop, POST .../cancel or a shutdown emptied the queue)
 //	text_delta        -> chunk {content}
 //	thinking_delta    -> thinking {content}
 //	tool_use          -> tool_execution {message: tool name, content: input JSON, phase "start"}
@@ -41,23 +43,11 @@ package server
 //	done              -> done {done: true, stop_reason}
 //	error             -> error {message}
 //
-// message_id is the seq of the message's user_message event.
-//
-// When is a message consumed? The runtime appends user_message when it
-// receives a message and runs queued messages one at a time, in order; each
-// run ends with exactly one done. So, reading the log in order, the first run
-// event (anything but user_message) after a done, or at the start, opens the
-// next run, and that run consumes the oldest message still pending. The
-// runtime also drops queued messages without running them, which the log
-// shows only indirectly: a cancel (stop, POST .../cancel, shutdown) ends the
-// running turn with done{stop_reason:"cancelled"} and empties the queue, so
-// such a done clears the pending messages; a crash loses the open run's done
-// and the queue, which shows as a turn_start with turn_number 1 while a run
-// is open, so the messages pending since before the lost run's last event
-// are dropped then. A cancel in the instant between two queued runs leaves
-// no trace (the runtime would have to log the messages it drops).
-// message_consumed is only sent when the run can be attributed to a pending
-// message.
+// message_id is the seq of the message's user_message event. What became
+// of a message is translated one to one from the runtime's own
+// message_consumed and message_dropped events, never guessed from the turns
+// around it. message_queued says that the message waits: it was sent while
+// a turn ran or other messages waited.
 //
 // create without start replays the session from its first event. create with
 // start reads the log from the beginning too, sending nothing up to start, so
@@ -147,17 +137,26 @@ func (o wsOptions) withDefaults() wsOptions {
 // (browsers cannot set headers on a WebSocket, so it accepts ?token= here).
 // The connection ends with 1001 going away when the server closes.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	// The origin guard has refused foreign origins with the error JSON
+	// already; the library checks again, with the origins written the way
+	// the guard compares them.
+	anyOrigin, allowed := s.corsOrigins()
 	var origins []string
-	for _, o := range s.cfg.CORSOrigins {
-		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
-			origins = append(origins, o)
-		}
+	if anyOrigin {
+		origins = append(origins, "*")
+	}
+	for o := range allowed {
+		// The library matches patterns with filepath.Match: an IPv6
+		// origin's brackets must not read as a character class.
+		origins = append(origins, globEscaper.Replace(o))
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
 	acceptWS(w, r.WithContext(ctx), s.rt, s.log, wsOptions{OriginPatterns: origins, KeepAlive: s.keepalive})
 }
+
+var globEscaper = strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`, `*`, `\*`, `?`, `\?`)
 
 // acceptWS upgrades the request and serves the connection until it ends.
 func acceptWS(w http.ResponseWriter, r *http.Request, rt *runtime.Runtime, log *slog.Logger, opt wsOptions) {
@@ -360,6 +359,7 @@ type wsEvent struct {
 
 	// Extensions.
 	StopReason string          `json:"stop_reason,omitempty"` // done
+	Reason     string          `json:"reason,omitempty"`      // message_dropped
 	Code       string          `json:"code,omitempty"`        // error: seed 000's error type for client mistakes
 	ID         string          `json:"id,omitempty"`          // permission_request
 	ToolName   string          `json:"tool_name,omitempty"`   // permission_request
@@ -433,6 +433,12 @@ func (w *wsConn) handle(ctx context.Context, req *wsRequest) {
 // chat.
 func (w *wsConn) create(ctx context.Context, req *wsRequest) {
 	id := string(req.SessionID)
+	if id != "" && !validSessionID(id) {
+		// The same rule as POST /v1/sessions: the id ends up in URL paths,
+		// logs and headers.
+		w.fail(ctx, errInvalidRequest, sessionIDRule)
+		return
+	}
 	if req.Start != nil && *req.Start < 0 {
 		w.fail(ctx, errInvalidRequest, "start must be >= 0")
 		return
@@ -652,29 +658,21 @@ func (w *wsConn) writeLoop(ctx context.Context) error {
 	}
 }
 
-// wsTranslator turns a session's log into WebSocket events. It keeps what
-// the log says about the message queue (see the package comment above).
+// wsTranslator turns a session's log into WebSocket events. It keeps the
+// messages sent and not yet consumed or dropped, for message_queued and
+// for the content of message_consumed and message_dropped.
 type wsTranslator struct {
 	// quietThrough: events up to this seq update the state but send nothing.
 	quietThrough int64
-	inRun        bool
-	pending      []wsPending
-	// lastRunSeq is the seq of the latest event of a run.
-	lastRunSeq int64
-	out        []wsEvent
+	// inRun: between a message_consumed and its done.
+	inRun   bool
+	pending []wsPending
+	out     []wsEvent
 }
 
 type wsPending struct {
 	seq  int64
 	text string
-}
-
-// runEvents are the log event types a run appends.
-var runEvents = map[string]bool{
-	"turn_start": true, "text_delta": true, "text": true, "thinking_delta": true, "thinking": true,
-	"tool_use": true, "tool_progress": true, "tool_result": true, "ask_user": true, "todos": true,
-	"retry": true, "turn_end": true, "done": true, "error": true, "permission_request": true,
-	"checkpoint": true,
 }
 
 // apply folds ev into the state and returns the events to send; the slice
@@ -690,9 +688,28 @@ func (t *wsTranslator) apply(ev runtime.Event) []wsEvent {
 
 func (t *wsTranslator) emit(e wsEvent) { t.out = append(t.out, e) }
 
+// take removes the pending message with seq from the queue and returns its
+// text. When it is consumed, the older messages still pending are removed
+// too: the runtime runs messages in order, so those died with a process
+// that crashed before it could record what became of them.
+func (t *wsTranslator) take(seq int64, consumed bool) string {
+	for i, p := range t.pending {
+		if p.seq == seq {
+			if consumed {
+				t.pending = append(t.pending[:0], t.pending[i+1:]...)
+			} else {
+				t.pending = append(t.pending[:i], t.pending[i+1:]...)
+			}
+			return p.text
+		}
+	}
+	return ""
+}
+
 func (t *wsTranslator) fold(ev runtime.Event) {
 	seq := ev.Seq
-	if ev.Type == "user_message" {
+	switch ev.Type {
+	case "user_message":
 		var d struct {
 			Text string `json:"text"`
 		}
@@ -703,35 +720,24 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 		}
 		t.pending = append(t.pending, wsPending{seq: seq, text: d.Text})
 		return
-	}
-	if !runEvents[ev.Type] && !strings.HasPrefix(ev.Type, "subagent_") {
+	case eventConsumed, eventDropped:
+		// The runtime's own record of what became of a message: a turn
+		// starts on it, or it will never run (a cancel or a shutdown
+		// dropped it from the queue).
+		var d runtime.MessageData
+		if json.Unmarshal(ev.Data, &d) != nil || d.MessageSeq <= 0 {
+			return
+		}
+		consumed := ev.Type == eventConsumed
+		text := t.take(d.MessageSeq, consumed)
+		if consumed {
+			t.inRun = true
+			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: eventConsumed, MessageID: d.MessageSeq, Content: text})
+		} else {
+			t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: eventDropped, MessageID: d.MessageSeq, Content: text, Reason: d.Reason})
+		}
 		return
 	}
-
-	if ev.Type == "turn_start" && t.inRun {
-		var d agent.TurnStartData
-		if json.Unmarshal(ev.Data, &d) == nil && d.TurnNumber == 1 {
-			// A new run while one is open: the process died in the open
-			// one, and its queue died with it.
-			keep := t.pending[:0]
-			for _, p := range t.pending {
-				if p.seq > t.lastRunSeq {
-					keep = append(keep, p)
-				}
-			}
-			t.pending = keep
-			t.inRun = false
-		}
-	}
-	if !t.inRun {
-		t.inRun = true
-		if len(t.pending) > 0 {
-			p := t.pending[0]
-			t.pending = t.pending[1:]
-			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: "message_consumed", MessageID: p.seq, Content: p.text})
-		}
-	}
-	t.lastRunSeq = seq
 
 	switch ev.Type {
 	case "text_delta", "thinking_delta":
@@ -804,10 +810,6 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 		var d agent.DoneData
 		_ = json.Unmarshal(ev.Data, &d)
 		t.inRun = false
-		if d.StopReason == agent.StopCancelled {
-			// A cancel empties the runtime's queue.
-			t.pending = nil
-		}
 		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "done", Done: true, StopReason: d.StopReason})
 	}
 }

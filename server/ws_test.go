@@ -44,6 +44,7 @@ type wsRig struct {
 	t   *testing.T
 	p   *llmtest.Scripted
 	rt  *runtime.Runtime
+	db  *sqlite.DB
 	url string
 	// stop ends every connection as a server shutdown would.
 	stop context.CancelFunc
@@ -126,7 +127,7 @@ func newWSRig(t *testing.T, o wsRigOptions, scripts ...llmtest.Script) *wsRig {
 		}
 		_ = db.Close()
 	})
-	return &wsRig{t: t, p: p, rt: rt, url: "ws" + strings.TrimPrefix(srv.URL, "http"), stop: stop}
+	return &wsRig{t: t, p: p, rt: rt, db: db, url: "ws" + strings.TrimPrefix(srv.URL, "http"), stop: stop}
 }
 
 // wsClient is a test client speaking the protocol.
@@ -254,6 +255,8 @@ func wsShape(evs []wsEvent) []string {
 		switch e.Type {
 		case "message_sent", "message_queued", "message_consumed":
 			s += fmt.Sprintf(":%d:%s", e.MessageID, e.Content)
+		case "message_dropped":
+			s += fmt.Sprintf(":%d:%s:%s", e.MessageID, e.Content, e.Reason)
 		case "chunk", "thinking":
 			s += ":" + e.Content
 		case "tool_execution":
@@ -430,6 +433,11 @@ func TestWSStop(t *testing.T) {
 	evs := c.untilDone(1)
 	if last := evs[len(evs)-1]; last.StopReason != "cancelled" {
 		t.Fatalf("stop ended the turn with %+v: %v", last, wsShape(evs))
+	}
+	if !slices.ContainsFunc(wsShape(evs), func(s string) bool {
+		return strings.HasPrefix(s, "message_dropped:") && strings.HasSuffix(s, ":queued behind the blocked turn:cancelled")
+	}) {
+		t.Fatalf("the queued message is not reported dropped: %v", wsShape(evs))
 	}
 	// The stop dropped the queued message; the next one is consumed as
 	// itself.
@@ -612,6 +620,88 @@ func TestWSCreate(t *testing.T) {
 	}
 }
 
+// TestWSCreateValidatesTheID: create accepts exactly the session ids POST
+// /v1/sessions accepts, and creates nothing otherwise.
+func TestWSCreateValidatesTheID(t *testing.T) {
+	t.Parallel()
+	rig := newWSRig(t, wsRigOptions{})
+	c := rig.dial()
+	for _, tc := range []struct {
+		name, id string
+		ok       bool
+	}{
+		{"slash", "a/b", false},
+		{"CR LF", "a\r\nb", false},
+		{"NUL", "a\x00b", false},
+		{"space", "a b", false},
+		{"20,000 characters", strings.Repeat("x", 20_000), false},
+		{"129 characters", strings.Repeat("x", 129), false},
+		{"leading dash", "-x", false},
+		{"dot dot", "..", false},
+		{"non-ASCII", "séance", false},
+		{"128 characters", strings.Repeat("y", 128), true},
+		{"punctuation inside", "a-b_c.d:e", true},
+	} {
+		raw, _ := json.Marshal(map[string]string{"type": "create", "session_id": tc.id})
+		c.sendRaw(string(raw))
+		ev := c.next()
+		if tc.ok {
+			if ev.Type != "session" || ev.SessionID != tc.id || !ev.Created {
+				t.Errorf("%s: %s %s", tc.name, ev.Type, ev.Message)
+			}
+			continue
+		}
+		if ev.Type != "error" || ev.Code != errInvalidRequest || !strings.Contains(ev.Message, "session_id must be") {
+			t.Errorf("%s: got %s (session %q, created %v), want the session id rule", tc.name, ev.Type, quote(ev.SessionID), ev.Created)
+		}
+		if _, err := rig.rt.GetSession(context.Background(), tc.id); !errors.Is(err, runtime.ErrNotFound) {
+			t.Errorf("%s: the session exists (%v)", tc.name, err)
+		}
+	}
+	page, err := rig.rt.ListSessions(context.Background(), runtime.ListOptions{})
+	if err != nil || len(page.Sessions) != 2 {
+		t.Fatalf("%d sessions (%v), want the 2 valid ones", len(page.Sessions), err)
+	}
+}
+
+// TestWSMessageFate replays, through a real connection, a log in which a
+// cancel came between two queued turns: the runtime dropped the waiting
+// messages with message_dropped, and the next message ran as itself.
+func TestWSMessageFate(t *testing.T) {
+	t.Parallel()
+	rig := newWSRig(t, wsRigOptions{})
+	ctx := context.Background()
+	if _, err := rig.rt.CreateSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	var log []store.Event
+	add := func(typ, data string) { log = append(log, store.Event{Type: typ, Data: json.RawMessage(data)}) }
+	add("user_message", `{"text":"a"}`)
+	add("user_message", `{"text":"b"}`)
+	add("user_message", `{"text":"c"}`)
+	add("message_consumed", `{"message_seq":1}`)
+	add("text_delta", `{"text":"A"}`)
+	add("done", `{"stop_reason":"end_turn"}`)
+	add("message_dropped", `{"message_seq":2,"reason":"cancelled"}`)
+	add("message_dropped", `{"message_seq":3,"reason":"cancelled"}`)
+	add("user_message", `{"text":"d"}`)
+	add("message_consumed", `{"message_seq":9}`)
+	add("text_delta", `{"text":"D"}`)
+	add("done", `{"stop_reason":"end_turn"}`)
+	if _, err := rig.db.AppendEvents(ctx, "s", log...); err != nil {
+		t.Fatal(err)
+	}
+	c := rig.dial()
+	c.create("s", nil)
+	got := wsShape(c.untilDone(2))
+	want := []string{"message_sent:1:a", "message_sent:2:b", "message_queued:2:b", "message_sent:3:c", "message_queued:3:c",
+		"message_consumed:1:a", "chunk:A", "done:end_turn", "message_dropped:2:b:cancelled", "message_dropped:3:c:cancelled",
+		"message_sent:9:d", "message_consumed:9:d", "chunk:D", "done:end_turn"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("\n got %v\nwant %v", got, want)
+	}
+}
+
 func TestWSInvalidMessages(t *testing.T) {
 	t.Parallel()
 	rig := newWSRig(t, wsRigOptions{})
@@ -692,18 +782,25 @@ func TestWSAskUser(t *testing.T) {
 	// checked on the translator with the payload the tool emits.
 	var tr wsTranslator
 	tr.apply(store.Event{Seq: 1, Type: "user_message", Data: json.RawMessage(`{"text":"q"}`)})
-	out := tr.apply(store.Event{Seq: 2, Type: "ask_user",
+	tr.apply(store.Event{Seq: 2, Type: "message_consumed", Data: json.RawMessage(`{"message_seq":1}`)})
+	out := tr.apply(store.Event{Seq: 3, Type: "ask_user",
 		Data: json.RawMessage(`{"id":"tu_1","tool_name":"AskUserQuestion","payload":[{"question":"Which?","options":[]}]}`)})
-	if len(out) != 2 || out[1].Type != "ask_user" || string(out[1].Questions) != `[{"question":"Which?","options":[]}]` || out[1].Source != "ai" {
+	if len(out) != 1 || out[0].Type != "ask_user" || string(out[0].Questions) != `[{"question":"Which?","options":[]}]` || out[0].Source != "ai" {
 		t.Fatalf("ask_user: %+v", out)
 	}
 }
 
-// TestWSTranslatorQueue checks how the queue is read from the log,
-// including what only a cancel or a crash leaves behind.
+// TestWSTranslatorQueue checks what a client is told about each message,
+// on logs as the runtime writes them: message_consumed and message_dropped
+// come one to one from the runtime's own events, whatever the turns around
+// them look like.
 func TestWSTranslatorQueue(t *testing.T) {
 	t.Parallel()
 	um := func(text string) (string, string) { return "user_message", `{"text":"` + text + `"}` }
+	mc := func(seq int) (string, string) { return "message_consumed", fmt.Sprintf(`{"message_seq":%d}`, seq) }
+	md := func(seq int, reason string) (string, string) {
+		return "message_dropped", fmt.Sprintf(`{"message_seq":%d,"reason":%q}`, seq, reason)
+	}
 	ts := func(n int) (string, string) { return "turn_start", fmt.Sprintf(`{"turn_number":%d}`, n) }
 	done := func(reason string) (string, string) { return "done", `{"stop_reason":"` + reason + `"}` }
 	delta := func(s string) (string, string) { return "text_delta", `{"text":"` + s + `"}` }
@@ -714,28 +811,52 @@ func TestWSTranslatorQueue(t *testing.T) {
 		log  []ev
 		want []string
 	}{
-		{"idle then run", []ev{e(um("a")), e(ts(1)), e(delta("x")), e(done("end_turn"))},
+		{"idle then run", []ev{e(um("a")), e(mc(1)), e(ts(1)), e(delta("x")), e(done("end_turn"))},
 			[]string{"message_sent:1:a", "message_consumed:1:a", "chunk:x", "done:end_turn"}},
-		{"queued behind a run", []ev{e(um("a")), e(ts(1)), e(um("b")), e(done("end_turn")), e(ts(1)), e(done("end_turn"))},
-			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:3:b", "message_queued:3:b", "done:end_turn",
-				"message_consumed:3:b", "done:end_turn"}},
-		{"two before the first run starts", []ev{e(um("a")), e(um("b")), e(ts(1)), e(done("end_turn")), e(ts(1))},
+		{"queued behind a run", []ev{e(um("a")), e(mc(1)), e(ts(1)), e(um("b")), e(done("end_turn")), e(mc(4)), e(ts(1)), e(done("end_turn"))},
+			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:4:b", "message_queued:4:b", "done:end_turn",
+				"message_consumed:4:b", "done:end_turn"}},
+		{"two before the first run starts", []ev{e(um("a")), e(um("b")), e(mc(1)), e(ts(1)), e(done("end_turn")), e(mc(2))},
 			[]string{"message_sent:1:a", "message_sent:2:b", "message_queued:2:b", "message_consumed:1:a",
 				"done:end_turn", "message_consumed:2:b"}},
-		{"cancel drops the queue", []ev{e(um("a")), e(ts(1)), e(um("b")), e(done("cancelled")), e(um("c")), e(ts(1))},
+		{"cancel drops the queue", []ev{e(um("a")), e(mc(1)), e(ts(1)), e(um("b")), e(md(4, "cancelled")), e(done("cancelled")),
+			e(um("c")), e(mc(7))},
+			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:4:b", "message_queued:4:b",
+				"message_dropped:4:b:cancelled", "done:cancelled", "message_sent:7:c", "message_consumed:7:c"}},
+		// The cancel comes after a turn ended and before the next queued
+		// one started: no turn is cancelled, the queue is dropped. The
+		// next message is consumed as itself, not as a dropped one.
+		{"cancel between two queued turns", []ev{e(um("a")), e(um("b")), e(um("c")), e(mc(1)), e(done("end_turn")),
+			e(md(2, "cancelled")), e(md(3, "cancelled")), e(um("d")), e(mc(8)), e(done("end_turn"))},
+			[]string{"message_sent:1:a", "message_sent:2:b", "message_queued:2:b", "message_sent:3:c", "message_queued:3:c",
+				"message_consumed:1:a", "done:end_turn", "message_dropped:2:b:cancelled", "message_dropped:3:c:cancelled",
+				"message_sent:8:d", "message_consumed:8:d", "done:end_turn"}},
+		// A message sent after the cancel but before the cancelled turn's
+		// done stays queued and runs.
+		{"sent between a cancel and its done", []ev{e(um("a")), e(mc(1)), e(um("b")), e(md(3, "cancelled")), e(um("c")),
+			e(done("cancelled")), e(mc(5)), e(done("end_turn"))},
 			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:3:b", "message_queued:3:b",
-				"done:cancelled", "message_sent:5:c", "message_consumed:5:c"}},
-		{"run failing before its first model call", []ev{e(um("a")), e("error", `{"error":"no model"}`), e(done("error")), e(um("b")), e(ts(1))},
-			[]string{"message_sent:1:a", "message_consumed:1:a", "error:no model", "done:error", "message_sent:4:b", "message_consumed:4:b"}},
-		{"crash mid-run", []ev{e(um("a")), e(ts(1)), e(um("b")), e(delta("x")),
-			/* process restarts */ e(um("c")), e(um("d")), e(ts(1)), e(done("end_turn")), e(ts(1))},
-			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:3:b", "message_queued:3:b", "chunk:x",
-				"message_sent:5:c", "message_queued:5:c", "message_sent:6:d", "message_queued:6:d",
-				"message_consumed:5:c", "done:end_turn", "message_consumed:6:d"}},
-		{"later model calls of a run", []ev{e(um("a")), e(ts(1)), e(ts(2)), e(done("end_turn"))},
+				"message_dropped:3:b:cancelled", "message_sent:5:c", "message_queued:5:c", "done:cancelled",
+				"message_consumed:5:c", "done:end_turn"}},
+		{"shutdown drops the queue", []ev{e(um("a")), e(mc(1)), e(um("b")), e(done("cancelled")), e(md(3, "shutting down"))},
+			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:3:b", "message_queued:3:b", "done:cancelled",
+				"message_dropped:3:b:shutting down"}},
+		{"run failing before its first model call", []ev{e(um("a")), e(mc(1)), e("error", `{"error":"no model"}`), e(done("error")),
+			e(um("b")), e(mc(5))},
+			[]string{"message_sent:1:a", "message_consumed:1:a", "error:no model", "done:error", "message_sent:5:b", "message_consumed:5:b"}},
+		// A log written before turns were closed on restart: the crashed
+		// turn has no done, and the message queued behind it no marker.
+		{"crash mid-run", []ev{e(um("a")), e(mc(1)), e(ts(1)), e(um("b")), e(delta("x")),
+			/* process restarts */ e(um("c")), e(um("d")), e(mc(6)), e(ts(1)), e(done("end_turn")), e(mc(7))},
+			[]string{"message_sent:1:a", "message_consumed:1:a", "message_sent:4:b", "message_queued:4:b", "chunk:x",
+				"message_sent:6:c", "message_queued:6:c", "message_sent:7:d", "message_queued:7:d",
+				"message_consumed:6:c", "done:end_turn", "message_consumed:7:d"}},
+		{"later model calls of a run", []ev{e(um("a")), e(mc(1)), e(ts(1)), e(ts(2)), e(done("end_turn"))},
 			[]string{"message_sent:1:a", "message_consumed:1:a", "done:end_turn"}},
-		{"unknown types are skipped", []ev{e("something_new", `{}`), e(um("a")), e(ts(1))},
+		{"unknown types are skipped", []ev{e("something_new", `{}`), e(um("a")), e(mc(2))},
 			[]string{"message_sent:2:a", "message_consumed:2:a"}},
+		{"a marker without its message", []ev{e(mc(7)), e(md(9, "cancelled")), e("message_consumed", `{}`)},
+			[]string{"message_consumed:7:", "message_dropped:9::cancelled"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,6 +61,10 @@ type Schedule struct {
 	LastRunAt       time.Time       `json:"lastRunAt,omitzero"`
 	RunCount        int             `json:"runCount"`
 	LastTaskID      string          `json:"lastTaskId,omitempty"`
+	// LastError says why the most recent failed firing failed, and
+	// LastErrorAt when; a successful firing clears both.
+	LastError   string    `json:"lastError,omitempty"`
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 }
 
 // Schedules stores schedules.

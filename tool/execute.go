@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy/secret"
 )
 
 // cancelGrace is how long Execute waits, once a call's context is done, for
@@ -56,11 +57,13 @@ var errTimedOut = errors.New("tool call timed out")
 //     registry's logger, not to the model.
 //  6. An error from Run yields an error result of err.Error() followed by
 //     any content Run also returned.
-//  7. Text beyond Meta.OutputCap characters (runes; 0 means
+//  7. Every registered secret of call.Secrets is replaced by its marker,
+//     in the content and the structured data (secret.Redacted).
+//  8. Text beyond Meta.OutputCap characters (runes; 0 means
 //     DefaultOutputCap, negative none), counted over all text blocks, is cut
 //     from the end and replaced by a marker line; Result.Truncated says how
 //     many characters went. Image blocks are kept and not counted.
-//  8. Empty text blocks and blocks other than text and image are dropped
+//  9. Empty text blocks and blocks other than text and image are dropped
 //     (providers reject them in tool results); a result left with no
 //     content gets the single text "(no output)", or "X failed" for an
 //     error.
@@ -93,7 +96,8 @@ func (r *Registry) Execute(ctx context.Context, call *Call) (res Result) {
 	}
 	input, err := e.schema.validate(e.spec.Name, call.Input)
 	if err != nil {
-		return finish(e.spec, Result{Content: []llm.Block{llm.Text(err.Error())}, IsError: true})
+		// A schema error may quote the input.
+		return finish(e.spec, secret.Redacted(call.Secrets, Result{Content: []llm.Block{llm.Text(err.Error())}, IsError: true}))
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -132,7 +136,9 @@ func (r *Registry) Execute(ctx context.Context, call *Call) (res Result) {
 
 	o, returned := r.run(runCtx, e, &c)
 	g.close()
-	return finish(e.spec, r.outcomeResult(runCtx, e.spec, timeout, o, returned))
+	// Redacted before finish caps it: a cut inside a value would leave a
+	// piece of it that no later redaction recognises.
+	return finish(e.spec, secret.Redacted(c.Secrets, r.outcomeResult(runCtx, e.spec, timeout, o, returned)))
 }
 
 func (r *Registry) unknown(name string) Result {

@@ -11,12 +11,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
 )
@@ -94,27 +98,29 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("workspace %q is not a directory", ws)
 	}
-	defaultAudit := ""
-	if home := env.getenv("HOME"); home != "" {
-		defaultAudit = filepath.Join(home, ".weft", "audit.jsonl")
-	}
-	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, defaultAudit, nil, slog.Default())
+	set, err := a.policyFlags.secretSet(env, map[string]string{"WEFT_API_KEY": a.apiKey})
 	if err != nil {
 		return nil, nil, err
 	}
-	// No diagnostic line carries a secret's value either.
-	log := slog.New(secret.NewHandler(slog.Default().Handler(), bp.secrets))
-	bp.pol.Logger = log
+	// No diagnostic line carries a secret's value either, from the hooks'
+	// first on.
+	log := slog.New(secret.NewHandler(slog.Default().Handler(), set))
+	bp, err := a.policyFlags.build(env, ws, a.addDirs, mode, userAuditPath(env), nil, set, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, info, closeModel, err := a.modelFlags.resolve(env)
 	if err != nil {
 		bp.close()
 		return nil, nil, err
 	}
+	tasks, closeTasks := newCLITasks(bp.pol, log)
 	closeAll := func() error {
-		bp.pol.Hooks.Wait()
+		closeTasks()                                 // before the hooks: killed tasks fire task_completed
+		_ = bp.pol.Hooks.Close(context.Background()) // each hook has its own timeout
 		return errors.Join(closeModel(), bp.close())
 	}
-	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	reg, err := cliTools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}, tasks)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -135,28 +141,116 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	return ag, closeAll, nil
 }
 
+// cliTaskCloseTimeout bounds how long weft run and chat wait, when they
+// exit, for background commands to stop before they SIGKILL what is left.
+const cliTaskCloseTimeout = 3 * time.Second
+
+// newCLITasks returns the task registry of one weft run or chat: the
+// commands Bash runs in the background (run_in_background) belong to it,
+// and the returned close kills whatever of them still runs, as the command
+// exits. The task_created and task_completed hooks fire as under weft
+// serve, in the background (the registry calls them on its own
+// goroutines, which a hook must not hold up); the hook manager's Close
+// waits for them.
+func newCLITasks(pol *policy.Policy, log *slog.Logger) (*task.Registry, func()) {
+	fire := func(ev hook.Event) func(task.Task) {
+		return func(t task.Task) {
+			if pol.Hooks == nil || !pol.Hooks.Has(ev) {
+				return
+			}
+			in := pol.HookInput(ev)
+			in.TaskID, in.TaskDescription = t.ID, t.Description
+			in.Extra = map[string]any{"status": t.Status}
+			pol.Hooks.Go(context.Background(), in)
+		}
+	}
+	tasks := task.NewRegistry(nil, task.Options{Logger: log, Secrets: pol.Secrets,
+		OnCreated: fire(hook.TaskCreated), OnCompleted: fire(hook.TaskCompleted)})
+	return tasks, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cliTaskCloseTimeout)
+		defer cancel()
+		if err := tasks.Close(ctx); err != nil {
+			log.Warn("background commands did not stop in time; killed", "error", err)
+		}
+	}
+}
+
+// cliTools is the tool registry of weft run and chat (and what weft tools
+// lists): the builtin tools, with Bash's run_in_background starting
+// commands as tasks of tasks, and the task tools that read and stop them.
+func cliTools(cfg builtin.Config, tasks *task.Registry) (*tool.Registry, error) {
+	cfg.Background = tasks
+	return tool.NewRegistry(append(builtin.Tools(cfg), tasks.Tools()...)...)
+}
+
+// userAuditPath is the default JSONL audit log of every command:
+// ~/.weft/audit.jsonl, outside any working tree; "" (none) without a home.
+func userAuditPath(env environ) string {
+	if home := env.getenv("HOME"); home != "" {
+		return filepath.Join(home, ".weft", "audit.jsonl")
+	}
+	return ""
+}
+
 // lineReader reads answers and chat input line by line from one shared
 // reader, so that approval prompts and the REPL do not steal each other's
-// input.
+// input. A read that its caller gave up on (a run stopped while its
+// approval prompt waited) stays pending: the next ReadLine gets its line.
 type lineReader struct {
-	mu       sync.Mutex
 	r        *bufio.Reader
 	terminal bool
+
+	mu      sync.Mutex
+	pending chan lineResult // the read in progress; nil when none is
+}
+
+type lineResult struct {
+	line string
+	err  error
 }
 
 func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{r: bufio.NewReader(r), terminal: isTerminal(r)}
 }
 
-// ReadLine returns the next line without its newline; io.EOF at the end.
-func (l *lineReader) ReadLine() (string, error) {
+// ReadLine returns the next line without its newline; io.EOF at the end;
+// ctx's error when ctx ends first.
+func (l *lineReader) ReadLine(ctx context.Context) (string, error) {
+	return l.readLineOr(ctx, nil)
+}
+
+// errInterrupted is readLineOr's error when a signal came first.
+var errInterrupted = errors.New("interrupted")
+
+// readLineOr is ReadLine that also gives up with errInterrupted when a
+// signal arrives on intr (nil: never).
+func (l *lineReader) readLineOr(ctx context.Context, intr <-chan os.Signal) (string, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, err := l.r.ReadString('\n')
-	if err != nil && (err != io.EOF || s == "") {
-		return "", err
+	ch := l.pending
+	if ch == nil {
+		ch = make(chan lineResult, 1)
+		l.pending = ch
+		go func() {
+			s, err := l.r.ReadString('\n')
+			if err != nil && (err != io.EOF || s == "") {
+				ch <- lineResult{err: err}
+				return
+			}
+			ch <- lineResult{line: strings.TrimRight(s, "\r\n")}
+		}()
 	}
-	return strings.TrimRight(s, "\r\n"), nil
+	l.mu.Unlock()
+	select {
+	case r := <-ch:
+		l.mu.Lock()
+		l.pending = nil
+		l.mu.Unlock()
+		return r.line, r.err
+	case <-intr:
+		return "", errInterrupted
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // approver is the person at the terminal: the policy asks it about the
@@ -186,7 +280,7 @@ func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agen
 			fmt.Fprintf(ap.out, "\n(%s)", req.Reason)
 		}
 		fmt.Fprintf(ap.out, "\nAllow %s? [y]es / [n]o / [a]lways for %s: ", summarizeCall(req.ToolName, req.Input), req.ToolName)
-		answer, err := ap.lines.ReadLine()
+		answer, err := ap.lines.ReadLine(ctx)
 		if err != nil || ctx.Err() != nil {
 			return agent.Deny("no answer to the approval prompt")
 		}

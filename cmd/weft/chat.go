@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,12 @@ func newChatCmd(env environ) *cobra.Command {
 and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
 /clear (forget the conversation), /rewind [N] (forget the last N turns,
 default 1), /cost (usage and cost so far), /help.
-Ctrl-C stops the current run and keeps the session.`,
+Ctrl-C during a run stops the run and keeps the session; at the prompt it
+clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
+(as /exit and Ctrl-D do).`,
+		// The REPL handles SIGINT itself: main must not end the command's
+		// context on it.
+		Annotations: map[string]string{annotationOwnsInterrupt: "true"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lines := newLineReader(env.stdin)
 			var ask *lineReader
@@ -36,7 +42,10 @@ Ctrl-C stops the current run and keeps the session.`,
 				return err
 			}
 			defer closeModel()
-			return chat(cmd.Context(), env, a, lines, showThinking)
+			intr := make(chan os.Signal, 1)
+			signal.Notify(intr, os.Interrupt)
+			defer signal.Stop(intr)
+			return chat(cmd.Context(), env, a, lines, showThinking, intr)
 		},
 	}
 	f.register(cmd.Flags())
@@ -44,15 +53,33 @@ Ctrl-C stops the current run and keeps the session.`,
 	return cmd
 }
 
-func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool) error {
+// exitWindow is how soon a second Ctrl-C at the prompt must follow the
+// first to leave the REPL.
+const exitWindow = 2 * time.Second
+
+// chat is the REPL. interrupts delivers Ctrl-C (SIGINT); ctx ends on
+// SIGTERM only.
+func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal) error {
 	s := a.NewSession()
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
 	tr := &textRenderer{out: env.stdout, errw: env.stderr, showThinking: showThinking}
 	var turns chatTurns
+	var lastInterrupt time.Time // Ctrl-C at the prompt; zero once a line came
 	for {
 		fmt.Fprint(env.stderr, "> ")
-		line, err := lines.ReadLine()
+		line, err := lines.readLineOr(ctx, interrupts)
+		if errors.Is(err, errInterrupted) {
+			// The terminal has dropped what was typed; a fresh prompt shows it.
+			if !lastInterrupt.IsZero() && time.Since(lastInterrupt) < exitWindow {
+				fmt.Fprintln(env.stderr)
+				return nil
+			}
+			lastInterrupt = time.Now()
+			fmt.Fprintln(env.stderr, "\n(Ctrl-C again to leave, or /exit)")
+			continue
+		}
+		lastInterrupt = time.Time{}
 		if errors.Is(err, io.EOF) {
 			fmt.Fprintln(env.stderr)
 			return nil
@@ -89,13 +116,33 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			continue
 		}
 		// Ctrl-C stops this run only; the REPL goes on.
-		runCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT)
+		runCtx, cancelRun := context.WithCancel(ctx)
+		ran, watched := make(chan struct{}), make(chan struct{})
+		interrupted := false
+		go func() {
+			defer close(watched)
+			select {
+			case <-interrupts:
+				fmt.Fprintln(env.stderr, "\n^C: stopping the run")
+				interrupted = true
+				cancelRun()
+			case <-ran:
+			}
+		}()
 		turns.begin(s)
 		for ev := range s.Run(runCtx, line) {
 			tr.render(ev)
 		}
-		s = turns.end(a, s, runCtx.Err() != nil)
-		stop()
+		close(ran)
+		<-watched
+		cancelRun()
+		s = turns.end(a, s, interrupted || ctx.Err() != nil)
+		// A Ctrl-C pressed while the run was stopping was meant for it,
+		// not for the prompt.
+		select {
+		case <-interrupts:
+		default:
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -11,10 +11,17 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	env := environ{getenv: os.Getenv, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	if err := newRootCmd(env).ExecuteContext(ctx); err != nil {
+	root := newRootCmd(env)
+	// SIGTERM ends every command; SIGINT too, unless the command handles
+	// it itself (the chat REPL, where Ctrl-C stops a run, not weft).
+	sigs := []os.Signal{syscall.SIGTERM}
+	if cmd, _, err := root.Find(os.Args[1:]); err != nil || cmd.Annotations[annotationOwnsInterrupt] == "" {
+		sigs = append(sigs, os.Interrupt)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
 		var ee *exitError
 		if !errors.As(err, &ee) || !ee.quiet {
 			fmt.Fprintln(os.Stderr, "weft:", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/weft-run/weft/llm/registry"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/hook"
@@ -28,7 +29,7 @@ type policyFlags struct {
 
 func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
 	fs.StringVar(&p.settings, "settings", "", "settings file in Claude Code's shape (permissions, hooks, env), on top of ~/.weft/settings.json and <workspace>/.weft/settings.json")
-	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME] (repeatable)")
+	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME]; also how to give Bash a variable it never inherits, such as OPENAI_API_KEY (repeatable)")
 	fs.StringVar(&p.auditLog, "audit-log", "", auditHelp)
 	fs.StringVar(&p.pluginDir, "plugin-dir", "", "directory of plugins (one subdirectory each, hooks in hooks/hooks.json); their hooks run only once trusted (default ~/.weft/plugins)")
 }
@@ -44,10 +45,64 @@ type builtPolicy struct {
 	close          func() error
 }
 
+// secretSet registers the secrets: first every credential weft itself
+// uses (withheld: redacted everywhere, never given to a tool), then the
+// --secret ones (passed to Bash by name, and redacted), so that a person
+// can pass a credential through explicitly with --secret NAME. creds maps
+// a name to a credential given by flag (--api-key, --bearer-token); the
+// model registry's credential variables are read from the environment.
+func (p *policyFlags) secretSet(env environ, creds map[string]string) (*secret.Set, error) {
+	set := secret.NewSet()
+	withhold := func(name, value string) {
+		// A pool of keys is comma-separated; each key is redacted on its
+		// own. Values too short to be real credentials (a replay's
+		// placeholder, a local server's dummy key) would redact ordinary
+		// text everywhere, so they are not registered.
+		n := 0
+		for k := range strings.SplitSeq(value, ",") {
+			if k = strings.TrimSpace(k); len(k) < secret.MinValueLen {
+				continue
+			}
+			n++
+			as := name
+			if n > 1 {
+				as = fmt.Sprintf("%s_%d", name, n)
+			}
+			_ = set.Withhold(as, k) // the name is valid and the value long enough
+		}
+	}
+	for _, name := range registry.CredentialVariables() {
+		withhold(name, env.getenv(name))
+	}
+	names := make([]string, 0, len(creds))
+	for name := range creds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		withhold(name, creds[name])
+	}
+	for _, s := range p.secrets {
+		name, from, _ := strings.Cut(s, "=")
+		if from == "" {
+			from = name
+		}
+		v := env.getenv(from)
+		if v == "" {
+			return nil, fmt.Errorf("--secret %s: the environment variable %s is empty or unset", s, from)
+		}
+		if err := set.Set(name, v); err != nil {
+			return nil, fmt.Errorf("--secret %s: %w", s, err)
+		}
+	}
+	return set, nil
+}
+
 // build loads the settings scopes and assembles the policy. mode is the
 // --permission-mode value ("" when not given); sinks are audit sinks
-// besides the JSONL file (the database, for serve).
-func (p *policyFlags) build(env environ, ws string, addDirs []string, mode string, defaultAudit string, sinks []audit.Sink, log *slog.Logger) (*builtPolicy, error) {
+// besides the JSONL file (the database, for serve); set is secretSet's,
+// and log already redacts with it.
+func (p *policyFlags) build(env environ, ws string, addDirs []string, mode string, defaultAudit string, sinks []audit.Sink, set *secret.Set, log *slog.Logger) (*builtPolicy, error) {
 	home := env.getenv("HOME")
 	sources, err := policy.LoadScopes(home, ws, p.settings)
 	if err != nil {
@@ -79,20 +134,6 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 		return nil, err
 	}
 
-	set := secret.NewSet()
-	for _, s := range p.secrets {
-		name, from, _ := strings.Cut(s, "=")
-		if from == "" {
-			from = name
-		}
-		v := env.getenv(from)
-		if v == "" {
-			return nil, fmt.Errorf("--secret %s: the environment variable %s is empty or unset", s, from)
-		}
-		if err := set.Set(name, v); err != nil {
-			return nil, fmt.Errorf("--secret %s: %w", s, err)
-		}
-	}
 	b.secrets = set
 
 	path := p.auditLog
@@ -111,15 +152,26 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 	b.close = all.Close
 
 	dirs := append(append([]string(nil), merged.ExtraDirs...), addDirs...)
+	// Files weft's behaviour is read from, besides the ones
+	// permission.ProtectedPatterns names: writes to them always ask.
+	var protected []string
+	for _, f := range []string{p.settings, pluginDir, path} {
+		if f != "" && f != "off" {
+			if abs, err := filepath.Abs(f); err == nil {
+				protected = append(protected, abs)
+			}
+		}
+	}
 	b.pol = &policy.Policy{
-		Mode: m, Rules: merged.Rules, Workspace: ws, ExtraDirs: dirs,
+		Mode: m, Rules: merged.Rules, Workspace: ws, ExtraDirs: dirs, Protected: protected,
 		Hooks: hooks, Audit: all, Secrets: set, Logger: log,
 	}
 	return b, nil
 }
 
-// toolEnv is what Bash gets on top of the process environment: the
-// settings' env, then the secrets.
+// toolEnv is what Bash gets on top of the process environment (scrubbed
+// of weft's variables and credentials, see secret.ToolEnv): the settings'
+// env; the secrets come with each call.
 func (b *builtPolicy) toolEnv() []string {
 	keys := make([]string, 0, len(b.merged.Env))
 	for k := range b.merged.Env {

@@ -26,6 +26,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// annotationOwnsInterrupt marks a command that handles SIGINT itself.
+const annotationOwnsInterrupt = "weft/owns-interrupt"
+
 func exitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -37,13 +40,15 @@ func exitCode(err error) int {
 func newRootCmd(env environ) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "weft",
-		Short:         "weft runs LLM agents: a Go SDK, a CLI, an HTTP API and a web UI over one engine",
+		Short:         "weft runs LLM agents: a Go SDK, a CLI and an HTTP API over one engine",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
-	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env), newServeCmd(env))
+	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env), newServeCmd(env), newVersionCmd(env))
 	return root
 }

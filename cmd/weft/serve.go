@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +27,7 @@ import (
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/store/redact"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
@@ -46,7 +47,11 @@ type serveFlags struct {
 	provider       string
 	bearerToken    string
 	cors           string
+	allowedHosts   string
 	rateLimit      int
+	bodyTimeout    time.Duration
+	maxConns       int
+	maxConnsPerIP  int
 	permissionMode string
 	keepalive      time.Duration
 	system         string
@@ -112,10 +117,14 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.workspace, "workspace", "w", "", "directory the tools work in and are confined to (default: current directory)")
 	fs.StringVar(&f.provider, "provider", "", "provider of --model when it names none (anthropic, openai, gemini, ollama, ...)")
 	fs.StringVar(&f.bearerToken, "bearer-token", "", "require Authorization: Bearer <token> on every request but /v1/health")
-	fs.StringVar(&f.cors, "cors", "", "allowed CORS origins, comma-separated, or * for any")
-	fs.IntVar(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per minute per client IP (0 turns the limit off)")
+	fs.StringVar(&f.cors, "cors", "", "allowed CORS origins, comma-separated, or * for any; the only origins besides the server's own from which a browser may change anything or open the WebSocket")
+	fs.StringVar(&f.allowedHosts, "allowed-hosts", "", "Host header values accepted besides localhost, *.localhost and IP addresses, comma-separated: a name, .domain for it and its subdomains, or * for any (checked without --bearer-token always, with one only when set)")
+	fs.IntVar(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "authenticated requests per minute per client IP, event-stream and WebSocket opens not counted (0 turns the limit off)")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyReadTimeout, "how long a client may take to send a request body")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections open at once; more are answered 503 (default: 3/4 of the file descriptor limit)")
+	fs.IntVar(&f.maxConnsPerIP, "max-conns-per-ip", 0, "connections open at once per client IP (default 0: no limit; on loopback or behind a proxy every client has the same IP)")
 	fs.StringVar(&f.permissionMode, "permission-mode", "", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits in the workspace run, the rest asks) | bypass (ask nothing; only this flag or a settings file enables it) (default: the settings' defaultMode, else default)")
-	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default: audit.jsonl next to --db)")
+	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default ~/.weft/audit.jsonl)")
 	fs.DurationVar(&f.keepalive, "keepalive", server.DefaultKeepalive, "SSE heartbeat interval")
 	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
@@ -269,7 +278,10 @@ func (f *serveFlags) modelSpec(getenv func(string) string) (string, error) {
 // cassette, if any, as its HTTP client.
 func (f *serveFlags) registry(spec string, getenv func(string) string) (*registry.Registry, func() error, error) {
 	closeFn := func() error { return nil }
-	cfg := registry.Config{Getenv: getenv, Providers: map[string]registry.ProviderConfig{}}
+	cfg, err := f.modelFlags.registryConfig(getenv)
+	if err != nil {
+		return nil, closeFn, err
+	}
 	if f.baseURL != "" || f.apiKey != "" {
 		if spec == "" {
 			return nil, closeFn, errors.New("--base-url and --api-key apply to the default model's provider: set --model too")
@@ -316,6 +328,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if f.maxTurns < 0 {
 		return fmt.Errorf("--max-turns %d: want a positive number", f.maxTurns)
 	}
+	if f.bodyTimeout <= 0 {
+		return fmt.Errorf("--body-timeout %s: want a positive duration", f.bodyTimeout)
+	}
+	if f.maxConns < 0 || f.maxConnsPerIP < 0 {
+		return errors.New("--max-conns and --max-conns-per-ip: want a positive number (or 0 for the default)")
+	}
 	ws := f.workspace
 	if ws == "" {
 		if ws, err = os.Getwd(); err != nil {
@@ -337,29 +355,41 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	defer closeModels()
-	db, err := sqlite.Open(ctx, f.db, sqlite.Options{})
+	set, err := f.policyFlags.secretSet(env, map[string]string{"WEFT_BEARER_TOKEN": f.bearerToken, "WEFT_API_KEY": f.apiKey})
+	if err != nil {
+		return err
+	}
+	// From here on no log line carries a secret's value.
+	log = slog.New(secret.NewHandler(log.Handler(), set))
+	raw, err := sqlite.Open(ctx, f.db, sqlite.Options{})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := db.Close(); cerr != nil && err == nil {
+		if cerr := raw.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the database: %w", cerr)
 		}
 	}()
-	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, audit.DefaultPath(f.db), []audit.Sink{audit.NewStoreSink(db)}, log)
+	// Everything below gets only this: no row it writes holds a secret
+	// (the event logs redact events before their readers see them too).
+	db := redact.Store(raw, set)
+	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, userAuditPath(env), []audit.Sink{audit.NewStoreSink(db)}, set, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		bp.pol.Hooks.Wait()
+		// Normally a no-op: the shutdown below closed the hooks already.
+		hctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+		defer cancel()
+		if herr := bp.pol.Hooks.Close(hctx); herr != nil {
+			log.Warn("hooks did not finish in time", "error", herr)
+		}
 		if cerr := bp.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the audit log: %w", cerr)
 		}
 	}()
-	// From here on no log line carries a secret's value.
-	log = slog.New(secret.NewHandler(log.Handler(), bp.secrets))
-	bp.pol.Logger = log
-	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
+	tools, err := tool.NewRegistry(builtin.Tools(toolCfg)...)
 	if err != nil {
 		return err
 	}
@@ -368,12 +398,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if system == "" {
 		system = defaultSystem + "\nThe workspace is " + ws + "."
 	}
-	var cors []string
-	for _, o := range strings.Split(f.cors, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			cors = append(cors, o)
-		}
-	}
+	cors, hosts := splitList(f.cors), splitList(f.allowedHosts)
 	rateLimit := f.rateLimit
 	if rateLimit <= 0 {
 		rateLimit = -1 // the server's "off"
@@ -418,6 +443,13 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			return err
 		}
 	}
+	// Bash's run_in_background starts tasks of the server's registry,
+	// which exists only now (it needs the runs, which need the tools):
+	// Bash is replaced in its place, before anything can call it.
+	toolCfg.Background = bg.Tasks
+	if err := tools.Replace(builtin.NewBash(toolCfg)); err != nil {
+		return err
+	}
 	stopBackground := func(ctx context.Context) {
 		if err := bg.Close(ctx); err != nil {
 			log.Warn("background tasks did not stop in time", "error", err)
@@ -427,20 +459,19 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		}
 	}
 	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken,
-		CORSOrigins: cors, RateLimit: rateLimit, Keepalive: f.keepalive, Logger: log, Version: version()})
+		CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
+		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version()})
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		// No WriteTimeout: event streams last as long as their clients;
-		// each frame write has its own deadline instead.
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	// Header and body timeouts, and no ReadTimeout or WriteTimeout: event
+	// streams last as long as their clients, each frame write has its own
+	// deadline instead. The listener bounds connections and answers
+	// net/http's own errors in the error JSON.
+	hs := srv.HTTPServer()
+	ln = srv.Listener(ln)
 	if spec == "" {
 		fmt.Fprintln(env.stderr, "weft serve: no default model (--model, or an API key in the environment): requests must name one in \"model\"")
 	} else {
@@ -448,6 +479,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	if f.bearerToken == "" && !isLoopback(ln.Addr()) {
 		fmt.Fprintln(env.stderr, "weft serve: warning: listening beyond loopback without --bearer-token")
+	}
+	if f.bearerToken == "" && slices.Contains(cors, "*") {
+		fmt.Fprintln(env.stderr, "weft serve: warning: --cors '*' without --bearer-token lets any web page you visit drive this server")
+	}
+	if f.bearerToken != "" && len(f.bearerToken) < minTokenLen {
+		fmt.Fprintf(env.stderr, "weft serve: warning: the bearer token is shorter than %d characters: use a long random one (openssl rand -hex 32)\n", minTokenLen)
 	}
 	// Last: scripts (and the tests) take this line as "ready".
 	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), f.db, ws)
@@ -475,6 +512,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err := rt.Shutdown(sctx); err != nil {
 		log.Warn("turns did not stop in time", "error", err)
 	}
+	// Last run_complete and observer hooks were started by the stops
+	// above; wait for them (each under its own timeout) before the
+	// audit log and the database close.
+	if err := bp.pol.Hooks.Close(sctx); err != nil {
+		log.Warn("hooks did not finish in time", "error", err)
+	}
 	srv.Close()
 	if err := <-httpDone; err != nil {
 		log.Warn("connections did not drain in time; closing them", "error", err)
@@ -487,16 +530,22 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	return nil
 }
 
+// minTokenLen: shorter bearer tokens get a warning. The rate limit does
+// not stop guessing (see server.Config.RateLimit); length does.
+const minTokenLen = 20
+
+// splitList splits a comma-separated flag value.
+func splitList(v string) []string {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
-}
-
-// version is the module version the binary was built from, for the health
-// check ("(devel)" in a source build).
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.Main.Version
-	}
-	return ""
 }

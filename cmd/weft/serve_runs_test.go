@@ -55,6 +55,9 @@ func TestServeRunsWorkflowsWithoutKey(t *testing.T) {
 	if m := p.expect("GET", "/v1/tasks", "", 200); m["count"] != float64(0) {
 		t.Fatalf("tasks %v", m)
 	}
+	// A schedule fires in the background: only a published workflow can.
+	p.expect("POST", "/v1/schedules", `{"workflowId":"`+id+`","inputs":{"file":"notes.txt"},"intervalSeconds":3600}`, 400)
+	p.expect("POST", "/v1/workflows/"+id+"/publish", "", 200)
 	sc := p.expect("POST", "/v1/schedules", `{"workflowId":"`+id+`","inputs":{"file":"notes.txt"},"intervalSeconds":3600}`, 201)
 	if sc["active"] != true {
 		t.Fatalf("schedule %v", sc)

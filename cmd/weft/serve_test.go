@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,7 +137,14 @@ type serveProc struct {
 // startServe starts the binary and waits for it to listen.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
+	return startServeIn(t, "", env, args...)
+}
+
+// startServeIn is startServe in working directory dir ("": the test's).
+func startServeIn(t *testing.T, dir string, env []string, args ...string) *serveProc {
+	t.Helper()
 	cmd := exec.Command(weftBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -385,4 +393,72 @@ func waitForRequests(t *testing.T, fake *llmtest.Server, n int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestServeLocalServerGuards: the flags of the local server's defences
+// reach it: --allowed-hosts, --body-timeout, --max-conns, and the listener
+// that answers net/http's own errors with the error JSON.
+func TestServeLocalServerGuards(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := startServe(t, nil, "--db", filepath.Join(dir, "weft.db"), "--workspace", dir,
+		"--allowed-hosts", "weft.test", "--body-timeout", "300ms", "--max-conns", "4", "--cors", "*")
+	if !strings.Contains(p.log(), "any web page") {
+		t.Errorf("no warning about --cors '*' without a token:\n%s", p.log())
+	}
+	addr := strings.TrimPrefix(p.url, "http://")
+	raw := func(req string) (string, time.Duration) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		_ = c.SetDeadline(start.Add(10 * time.Second))
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(c)
+		return string(b), time.Since(start)
+	}
+	for _, tc := range []struct{ host, status string }{
+		{"weft.test:80", "200 OK"}, {"localhost", "200 OK"}, {"evil.example", "403 Forbidden"},
+	} {
+		got, _ := raw("GET /v1/tools HTTP/1.1\r\nHost: " + tc.host + "\r\nConnection: close\r\n\r\n")
+		if !strings.HasPrefix(got, "HTTP/1.1 "+tc.status) {
+			t.Errorf("Host %s: %.80q", tc.host, got)
+		}
+	}
+	if got, _ := raw("GARBAGE\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 400 ") || !strings.Contains(got, `"type":"invalid_request_error"`) {
+		t.Errorf("garbage: %q", got)
+	}
+	got, took := raw("POST /v1/sessions HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{")
+	if !strings.HasPrefix(got, "HTTP/1.1 408 ") || took > 3*time.Second {
+		t.Errorf("half a body: %q after %s", got, took)
+	}
+	var held []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := raw("GET /v1/health HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+		if strings.HasPrefix(got, "HTTP/1.1 503 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a fifth connection: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	p.stop()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool/builtin"
 )
 
@@ -20,7 +21,11 @@ func newToolsCmd(env environ) *cobra.Command {
 		Short: "List the tools an agent can call (with their JSON Schemas under --json)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, _ := os.Getwd()
-			reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws})...)
+			// The tools of weft run and chat; nothing runs, so the task
+			// registry closes with nothing to stop.
+			tasks := task.NewRegistry(nil, task.Options{})
+			defer tasks.Close(context.Background())
+			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks)
 			if err != nil {
 				return err
 			}

@@ -59,6 +59,24 @@ func builtinNames() []string {
 // BuiltinNames lists the providers every Registry starts with, sorted.
 func BuiltinNames() []string { return builtinNames() }
 
+// CredentialVariables lists every environment variable a Registry may
+// read a credential from, for the built-in providers: weft's own
+// WEFT_<PROVIDER>_API_KEY and the vendors' key and token variables. weft
+// keeps them out of the processes it starts for the model and redacts
+// their values.
+func CredentialVariables() []string {
+	var out []string
+	for _, name := range builtinNames() {
+		b, _ := builtinFor(name)
+		out = append(out, weftVar(name, "API_KEY"))
+		out = append(out, b.keyEnv...)
+		if b.bearerEnv != "" {
+			out = append(out, b.bearerEnv)
+		}
+	}
+	return out
+}
+
 // builtinFactory builds a built-in provider, after checking that it has the
 // credentials it needs.
 func builtinFactory(name string) Factory {
@@ -69,7 +87,7 @@ func builtinFactory(name string) Factory {
 		}
 		switch name {
 		case "anthropic":
-			cfg := anthropic.Config{Endpoint: ep}
+			cfg := anthropic.Config{Endpoint: ep, NoPromptCache: pc.NoPromptCache}
 			if pc.BearerToken != "" {
 				cfg.APIKey, cfg.Keys, cfg.BearerAuth = pc.BearerToken, nil, true
 			}
@@ -81,11 +99,12 @@ func builtinFactory(name string) Factory {
 			}
 			return gemini.New(gemini.Config{Endpoint: ep, BearerToken: pc.BearerToken}), nil
 		}
-		p, ok := openai.ForPreset(name, ep)
+		cfg, ok := openai.PresetConfig(name, ep)
 		if !ok {
 			return nil, fmt.Errorf("no OpenAI-compatible preset named %q", name)
 		}
-		return p, nil
+		cfg.NoPromptCache = pc.NoPromptCache
+		return openai.New(cfg), nil
 	}
 }
 
@@ -98,7 +117,7 @@ func OpenAICompatible(name string, ep llm.Endpoint, pc ProviderConfig) (llm.Prov
 	if ep.BaseURL == "" {
 		return nil, fmt.Errorf("an OpenAI-compatible provider needs a base URL: set it in the provider's config or in %s", weftVar(name, "BASE_URL"))
 	}
-	return openai.New(openai.Config{Endpoint: ep, Name: name, MaxTokensField: "max_tokens"}), nil
+	return openai.New(openai.Config{Endpoint: ep, Name: name, MaxTokensField: "max_tokens", NoPromptCache: pc.NoPromptCache}), nil
 }
 
 func missingKey(name string, b builtin) error {
@@ -143,6 +162,7 @@ func weftVar(provider, setting string) string {
 // taken from the first of those levels that has any.
 func (r *Registry) effective(name string) ProviderConfig {
 	pc := r.providers[name]
+	pc.NoPromptCache = pc.NoPromptCache || r.noPromptCache
 	b, _ := builtinFor(name)
 	env := func(k string) string { return strings.TrimSpace(r.getenv(k)) }
 

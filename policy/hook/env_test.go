@@ -94,11 +94,13 @@ func TestEnvAndStdin(t *testing.T) {
 			wantStdin: map[string]any{"hook_event_name": "run_error", "weft_event": "run_error"},
 		},
 		{
-			// Linux refuses a 300 KiB variable; the hook must still start
-			// (else it would fail open) and stdin must carry everything.
+			// Linux refuses a 300 KiB variable; a hook that only observes
+			// still starts, with TOOL_INPUT empty and named in
+			// WEFT_HOOK_OMITTED, and stdin carries everything. (A gate,
+			// pre_tool_use, refuses the call instead: TestHookInputWhole.)
 			name:    "huge tool input",
-			in:      Input{Event: PreToolUse, ToolName: "Write", ToolInput: bigInput},
-			wantEnv: map[string]string{"TOOL_NAME": "Write"},
+			in:      Input{Event: PostToolUse, ToolName: "Write", ToolInput: bigInput},
+			wantEnv: map[string]string{"TOOL_NAME": "Write", "TOOL_INPUT": "", OmittedEnv: "TOOL_INPUT"},
 		},
 	}
 	for _, tt := range tests {
@@ -159,8 +161,8 @@ func TestEnvAndStdin(t *testing.T) {
 				if got := stdin["tool_input"].(map[string]any)["content"].(string); len(got) != 300<<10 {
 					t.Errorf("stdin tool_input content has %d bytes, want all of it", len(got))
 				}
-				if n := len(env["TOOL_INPUT"]); n > envValueLimit {
-					t.Errorf("TOOL_INPUT env has %d bytes, want at most %d", n, envValueLimit)
+				if v, ok := env["TOOL_INPUT"]; !ok || v != "" {
+					t.Errorf("TOOL_INPUT env has %d bytes (set=%v), want it set empty, never cut", len(v), ok)
 				}
 			}
 		})

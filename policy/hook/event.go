@@ -145,3 +145,15 @@ func (e Event) isToolEvent() bool {
 func (e Event) plainStdoutIsContext() bool {
 	return e == UserPromptSubmit || e == SessionStart
 }
+
+// gates reports whether a hook's verdict on e can stop an action. Such a
+// hook must see everything it is asked to judge: when its input cannot be
+// passed whole, the action is refused. (A permission_request hook answers
+// for the person; when it cannot be shown its input, the person is asked.)
+func (e Event) gates() bool {
+	switch e {
+	case PreToolUse, UserPromptSubmit, PreSampling:
+		return true
+	}
+	return false
+}

@@ -3,6 +3,7 @@ package hook
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -52,11 +53,18 @@ type Input struct {
 // PreviewLimit bounds Input.ResponsePreview (seed 000: at most 500 bytes).
 const PreviewLimit = 500
 
-// envValueLimit bounds each hook environment variable. Linux refuses to
-// exec with a single variable over 128 KiB; a Write of a large file would
-// otherwise make every pre_tool_use command hook fail to start, and fail
-// open. The stdin envelope always carries the full values.
-const envValueLimit = 32 << 10
+// maxEnvString is the longest NAME=value string (with its NUL) the kernel
+// lets exec pass: Linux's MAX_ARG_STRLEN, 32 pages (128 KiB with 4 KiB
+// pages). A value that does not fit is never cut short: a guard hook that
+// reads a shortened TOOL_INPUT would pass a command whose dangerous part
+// lies past the cut.
+var maxEnvString = 32 * os.Getpagesize()
+
+// OmittedEnv names the variable that lists, comma-separated, the hook
+// variables left empty because their value could not be passed in full
+// (too long for one environment string, or holding a NUL byte). The stdin
+// envelope always carries the full values.
+const OmittedEnv = "WEFT_HOOK_OMITTED"
 
 // eventName is the hook_event_name a hook sees.
 func (e Event) eventName() string {
@@ -142,8 +150,11 @@ func validRaw(r json.RawMessage) json.RawMessage {
 }
 
 // env returns seed 000's hook environment for in (the env builders'
-// table), plus CLAUDE_PROJECT_DIR for Claude Code scripts.
-func (in Input) env(projectRoot string) []string {
+// table), plus CLAUDE_PROJECT_DIR for Claude Code scripts. Each value is
+// passed whole or not at all: omitted lists the variables set empty
+// because their value cannot be an environment string (see maxEnvString),
+// which are also named in OmittedEnv.
+func (in Input) env(projectRoot string) (env, omitted []string) {
 	if projectRoot == "" {
 		projectRoot = in.Cwd
 	}
@@ -181,11 +192,19 @@ func (in Input) env(projectRoot string) []string {
 			kv = append(kv, "STOP_REASON", in.StopReason)
 		}
 	}
-	out := make([]string, 0, len(kv)/2)
+	env = make([]string, 0, len(kv)/2+1)
 	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, kv[i]+"="+envValue(kv[i+1]))
+		name, value := kv[i], kv[i+1]
+		if len(name)+1+len(value)+1 > maxEnvString || strings.IndexByte(value, 0) >= 0 {
+			// Set empty rather than left out, so that a variable of the
+			// same name in weft's own environment cannot stand in for it.
+			omitted = append(omitted, name)
+			value = ""
+		}
+		env = append(env, name+"="+value)
 	}
-	return out
+	env = append(env, OmittedEnv+"="+strings.Join(omitted, ","))
+	return env, omitted
 }
 
 // rawText is a tool response as a script wants it: a JSON string unquoted,
@@ -196,13 +215,6 @@ func rawText(r json.RawMessage) string {
 		return s
 	}
 	return string(r)
-}
-
-// envValue makes s safe to exec: no NUL bytes (exec refuses them) and a
-// bounded length.
-func envValue(s string) string {
-	s = strings.ReplaceAll(s, "\x00", "")
-	return truncateUTF8(s, envValueLimit)
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a character.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Options configure a Manager. The zero value works: slog.Default(), a
@@ -18,7 +19,16 @@ type Options struct {
 	Logger      *slog.Logger
 	HTTPClient  *http.Client
 	ProjectRoot string // PROJECT_ROOT and CLAUDE_PROJECT_DIR of command hooks
+	// MaxBackground bounds the hook work running in the background at
+	// once: async hooks and the runs started with Go. Work beyond it is
+	// dropped with a warning rather than queued, so a burst of events
+	// cannot pile up processes or memory. Zero means
+	// DefaultMaxBackground.
+	MaxBackground int
 }
+
+// DefaultMaxBackground is Options.MaxBackground's default.
+const DefaultMaxBackground = 32
 
 // PluginInfo describes one plugin's hooks for the trust endpoints.
 type PluginInfo struct {
@@ -38,7 +48,7 @@ type Manager struct {
 	sources []*bucket // [0] is the global source ""; plugins follow in first-registration order
 	trusted map[string]bool
 
-	async asyncTracker
+	bg background
 }
 
 // bucket is one source's hooks in registration order.
@@ -63,6 +73,11 @@ func NewManager(opt Options) *Manager {
 		sources:     []*bucket{{source: ""}},
 		trusted:     map[string]bool{},
 	}
+	m.bg.limit = opt.MaxBackground
+	if m.bg.limit <= 0 {
+		m.bg.limit = DefaultMaxBackground
+	}
+	m.bg.stop, m.bg.kill = context.WithCancel(context.Background())
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -291,7 +306,8 @@ func (m *Manager) matching(in Input) []*entry {
 // hooks after it. The first deny ends the run (its reason and hook are
 // reported); otherwise any ask makes the verdict ask, else any explicit
 // allow makes it allow, else it is NoOpinion. Async hooks are started in
-// their turn and never waited for.
+// their turn and never waited for by Run (Close waits for them; beyond
+// Options.MaxBackground they are dropped).
 //
 // Run never fails: hooks that fail are logged and ignored (fail open).
 // When ctx is done Run stops starting hooks, kills the running one and
@@ -380,12 +396,10 @@ func (m *Manager) runOne(ctx context.Context, e *entry, in Input) (Outcome, bool
 
 // startAsync runs an async hook in the background under its own timeout:
 // the caller's cancellation does not reach it, since the caller has long
-// moved on by design.
+// moved on by design. Close waits for it.
 func (m *Manager) startAsync(ctx context.Context, e *entry, in Input) {
-	m.async.add()
-	go func() {
-		defer m.async.done()
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.def.timeout())
+	m.background(ctx, e.def.Name, in.Event, func(ctx context.Context) {
+		hctx, cancel := context.WithTimeout(ctx, e.def.timeout())
 		defer cancel()
 		o, err := m.invoke(hctx, &e.def, in)
 		if err != nil {
@@ -393,12 +407,66 @@ func (m *Manager) startAsync(ctx context.Context, e *entry, in Input) {
 			return
 		}
 		m.log.Debug("async hook finished; outcome ignored", "hook", e.def.Name, "event", in.Event, "verdict", string(o.Verdict))
-	}()
+	})
 }
 
-// Wait blocks until every async hook started so far has finished (at
-// shutdown, and in tests).
-func (m *Manager) Wait() { m.async.wait() }
+// Go runs the hooks for in in the background, for events nobody waits on
+// (post_sampling, run_complete, the server's own observers): ctx's values
+// reach the hooks but not its cancellation, each hook keeps its timeout,
+// and Close waits for the run. It reports false when the run was dropped
+// because MaxBackground runs are in flight or the manager is closed (a
+// warning is logged).
+func (m *Manager) Go(ctx context.Context, in Input) bool {
+	if !m.Has(in.Event) {
+		return true
+	}
+	return m.background(ctx, "", in.Event, func(ctx context.Context) { m.Run(ctx, in) })
+}
+
+// background starts f on its own goroutine if the bound allows, with a
+// context that ignores ctx's cancellation but ends when Close gives up
+// waiting.
+func (m *Manager) background(ctx context.Context, hook string, ev Event, f func(context.Context)) bool {
+	if reason := m.bg.acquire(); reason != "" {
+		m.log.Warn("background hook dropped: "+reason, "hook", hook, "event", ev, "limit", m.bg.limit)
+		return false
+	}
+	go func() {
+		defer m.bg.release()
+		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		defer context.AfterFunc(m.bg.stop, cancel)()
+		f(bctx)
+	}()
+	return true
+}
+
+// Wait blocks until every background hook started so far has finished (in
+// tests; at shutdown use Close, which also bounds the wait).
+func (m *Manager) Wait() { m.bg.wait(nil) }
+
+// closeGrace is how long Close waits, once its context is done, for the
+// hooks it cancelled to return (their processes are killed).
+const closeGrace = 5 * time.Second
+
+// Close stops accepting background work (later async hooks and Go runs
+// are dropped with a warning) and waits for the work in flight. When ctx
+// ends first it cancels what is still running, which kills hook
+// processes, waits up to a few seconds for it to return, and returns an
+// error saying how many were cut off. Synchronous Runs are unaffected.
+// Close may be called more than once.
+func (m *Manager) Close(ctx context.Context) error {
+	m.bg.close()
+	if m.bg.wait(ctx.Done()) {
+		return nil
+	}
+	n := m.bg.running()
+	m.bg.kill()
+	grace, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	m.bg.wait(grace.Done())
+	return fmt.Errorf("hook: %d background hooks still running at shutdown were cancelled: %w", n, context.Cause(ctx))
+}
 
 // invoke dispatches to the handler kind and validates what it returned.
 func (m *Manager) invoke(ctx context.Context, d *Def, in Input) (Outcome, error) {
@@ -423,41 +491,72 @@ func (m *Manager) invoke(ctx context.Context, d *Def, in Input) (Outcome, error)
 	return o, nil
 }
 
-// asyncTracker is a WaitGroup that tolerates new work arriving while
-// someone waits (a WaitGroup forbids Add at zero during Wait).
-type asyncTracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to zero; nil while n is zero
+// background counts the hook work running in the background, bounds it,
+// and lets Close wait for it. (A WaitGroup forbids Add at zero during
+// Wait, and new work may arrive while someone waits.)
+type background struct {
+	limit int
+	stop  context.Context // done when Close gives up waiting
+	kill  context.CancelFunc
+
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when n drops to zero; nil while n is zero
 }
 
-func (t *asyncTracker) add() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 {
-		t.idle = make(chan struct{})
+// acquire takes a slot; it returns why it cannot ("" when it did).
+func (b *background) acquire() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closed:
+		return "the hook manager is closed (shutting down)"
+	case b.n >= b.limit:
+		return "too many background hooks running"
 	}
-	t.n++
+	if b.n == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.n++
+	return ""
 }
 
-func (t *asyncTracker) done() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.n--
-	if t.n == 0 {
-		close(t.idle)
-		t.idle = nil
+func (b *background) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n--
+	if b.n == 0 {
+		close(b.idle)
+		b.idle = nil
 	}
 }
 
-func (t *asyncTracker) wait() {
+func (b *background) running() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+func (b *background) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+}
+
+// wait blocks until nothing runs (true) or give-up is ready (false).
+func (b *background) wait(giveUp <-chan struct{}) bool {
 	for {
-		t.mu.Lock()
-		ch := t.idle
-		t.mu.Unlock()
+		b.mu.Lock()
+		ch := b.idle
+		b.mu.Unlock()
 		if ch == nil {
-			return
+			return true
 		}
-		<-ch
+		select {
+		case <-ch:
+		case <-giveUp:
+			return false
+		}
 	}
 }

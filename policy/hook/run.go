@@ -30,13 +30,25 @@ const pipeGrace = 500 * time.Millisecond
 // runCommand runs d.Command with /bin/sh -c in its own process group, the
 // envelope on stdin, and reads the verdict from the exit code and stdout.
 func (m *Manager) runCommand(ctx context.Context, d *Def, in Input) (Outcome, error) {
+	hookEnv, omitted := in.env(m.projectRoot)
+	if len(omitted) > 0 {
+		// The hook cannot be shown all it is asked to judge: a gate fails
+		// closed rather than pass an input it never saw, and a hook that
+		// answers for the person is not asked (the person is).
+		switch {
+		case in.Event.gates():
+			return Outcome{Verdict: Deny, Reason: envTooLarge(d, in, omitted)}, nil
+		case in.Event == PermissionRequest:
+			return Outcome{}, errors.New(envTooLarge(d, in, omitted) + "; the person is asked instead")
+		}
+	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", d.Command)
 	cmd.Dir = d.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = in.Cwd
 	}
 	// Later entries win, so the hook variables cannot be shadowed.
-	cmd.Env = slices.Concat(os.Environ(), d.Env, in.env(m.projectRoot))
+	cmd.Env = slices.Concat(os.Environ(), d.Env, hookEnv)
 	cmd.Stdin = bytes.NewReader(in.envelope())
 	var stdout, stderr capped
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -50,6 +62,12 @@ func (m *Manager) runCommand(ctx context.Context, d *Def, in Input) (Outcome, er
 	runErr := cmd.Run()
 
 	if cmd.ProcessState == nil {
+		if errors.Is(runErr, syscall.E2BIG) && in.Event.gates() {
+			// The environment as a whole is over the kernel's limit.
+			return Outcome{Verdict: Deny, Reason: envTooLarge(d, in, nil)}, nil
+		}
+		// (For permission_request the error below leaves the call to the
+		// person.)
 		return Outcome{}, fmt.Errorf("cannot start: %w", runErr)
 	}
 	parsed, isJSON := parseOutput(stdout.Bytes())
@@ -80,6 +98,28 @@ func (m *Manager) runCommand(ctx context.Context, d *Def, in Input) (Outcome, er
 		return Outcome{}, fmt.Errorf("%s (stderr: %q)", cmd.ProcessState, firstLine(stderr.String()))
 	}
 	return Outcome{}, fmt.Errorf("exit status %d (stderr: %q)", code, firstLine(stderr.String()))
+}
+
+// envTooLarge says why a hook's input cannot be passed to it in full.
+func envTooLarge(d *Def, in Input, omitted []string) string {
+	what := "its environment is"
+	if len(omitted) > 0 {
+		what = strings.Join(omitted, ", ") + " is"
+	}
+	size := len(in.ToolInput)
+	msg := fmt.Sprintf("the input of this %s call (%d bytes) is too large for the environment of hook %s (%s over the %d-byte limit of one variable, or the environment as a whole is), so the hook could not check it",
+		nonEmpty(in.ToolName, string(in.Event)), size, d.Name, what, maxEnvString)
+	if in.Event.gates() {
+		msg += " and the call is denied; make the change in smaller calls"
+	}
+	return msg
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }
 
 // runHTTP POSTs the envelope to d.URL. A 2xx response is read like the

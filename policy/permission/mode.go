@@ -57,6 +57,7 @@ const (
 	StageMode       = "mode"
 	StageFloor      = "floor"
 	StageUnresolved = "unresolved"
+	StageProtected  = "protected" // a write to weft's or git's own configuration
 )
 
 // Decision is Evaluate's answer.

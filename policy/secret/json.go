@@ -20,7 +20,11 @@ func (s *Set) RedactJSON(raw []byte) []byte {
 	if s == nil {
 		return raw
 	}
-	m := s.load()
+	return s.load().redactJSON(raw)
+}
+
+// redactJSON is RedactJSON with this snapshot's values.
+func (m *matcher) redactJSON(raw []byte) []byte {
 	if len(m.entries) == 0 {
 		return raw
 	}

@@ -38,6 +38,9 @@ func (e *setError) Unwrap() error { return e.kind }
 type Set struct {
 	mu     sync.Mutex
 	values map[string]string
+	// withheld names the values registered with Withhold: redacted like
+	// the others, never handed to a process.
+	withheld map[string]bool
 	// m is an immutable snapshot rebuilt on every change, so redaction (on
 	// every tool result, event and log line) never takes the lock.
 	m atomic.Pointer[matcher]
@@ -46,7 +49,7 @@ type Set struct {
 // NewSet returns an empty set.
 func NewSet() *Set {
 	s := &Set{values: map[string]string{}}
-	s.m.Store(newMatcher(nil))
+	s.m.Store(newMatcher(nil, nil))
 	return s
 }
 
@@ -63,7 +66,32 @@ func (s *Set) Set(name, value string) error {
 		s.values = map[string]string{}
 	}
 	s.values[name] = value
-	s.m.Store(newMatcher(s.values))
+	delete(s.withheld, name)
+	s.m.Store(newMatcher(s.values, s.withheld))
+	return nil
+}
+
+// Withhold registers value under name like Set, for a credential weft
+// itself uses (a provider key, the server's bearer token): it is redacted
+// wherever it appears, but unlike a secret registered with Set it is never
+// given to a process weft starts ([Set.Env] leaves it out, and [ToolEnv]
+// drops any variable whose value holds it). A later Set of the same name
+// passes it through after all.
+func (s *Set) Withhold(name, value string) error {
+	if err := validate(name, value); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = map[string]string{}
+	}
+	if s.withheld == nil {
+		s.withheld = map[string]bool{}
+	}
+	s.values[name] = value
+	s.withheld[name] = true
+	s.m.Store(newMatcher(s.values, s.withheld))
 	return nil
 }
 
@@ -75,7 +103,8 @@ func (s *Set) Delete(name string) {
 		return
 	}
 	delete(s.values, name)
-	s.m.Store(newMatcher(s.values))
+	delete(s.withheld, name)
+	s.m.Store(newMatcher(s.values, s.withheld))
 }
 
 // With returns a copy of s with one more secret, for secrets that belong to
@@ -89,17 +118,19 @@ func (s *Set) With(name, value string) (*Set, error) {
 	if s != nil {
 		s.mu.Lock()
 		c.values = maps.Clone(s.values)
+		c.withheld = maps.Clone(s.withheld)
 		s.mu.Unlock()
 	}
 	if c.values == nil {
 		c.values = map[string]string{}
 	}
 	c.values[name] = value
-	c.m.Store(newMatcher(c.values))
+	delete(c.withheld, name)
+	c.m.Store(newMatcher(c.values, c.withheld))
 	return c, nil
 }
 
-var emptyMatcher = newMatcher(nil)
+var emptyMatcher = newMatcher(nil, nil)
 
 // load returns the current snapshot; nil and zero sets have none.
 func (s *Set) load() *matcher {
@@ -112,7 +143,7 @@ func (s *Set) load() *matcher {
 	return emptyMatcher
 }
 
-// Names returns the registered names, sorted.
+// Names returns the registered names, sorted, withheld ones included.
 func (s *Set) Names() []string {
 	if s == nil {
 		return nil
@@ -129,15 +160,16 @@ func (s *Set) Len() int {
 	return len(s.load().names)
 }
 
-// Env returns "NAME=value" for every secret, sorted by name, for the
-// environment of subprocesses such as Bash commands.
+// Env returns "NAME=value" for every secret registered with Set (not the
+// withheld ones), sorted by name, for the environment of subprocesses such
+// as Bash commands. [ToolEnv] builds a whole environment around it.
 func (s *Set) Env() []string {
 	if s == nil {
 		return nil
 	}
 	m := s.load()
-	env := make([]string, 0, len(m.names))
-	for _, n := range m.names {
+	env := make([]string, 0, len(m.passNames))
+	for _, n := range m.passNames {
 		env = append(env, n+"="+m.byName[n])
 	}
 	return env
@@ -201,15 +233,31 @@ type entry struct {
 
 // matcher is an immutable snapshot of a Set's values.
 type matcher struct {
-	entries []entry           // longest value first, then by name
-	first   [256][]int32      // indexes into entries by the value's first byte, in entries order
-	names   []string          // sorted
-	byName  map[string]string // name -> value
+	entries   []entry           // longest value first, then by name
+	first     [256][]int32      // indexes into entries by the value's first byte, in entries order
+	names     []string          // sorted
+	passNames []string          // sorted, without the withheld ones
+	byName    map[string]string // name -> value
+	// withheldValues are the withheld values no pass-through secret shares:
+	// a variable holding one never reaches a process.
+	withheldValues []string
 }
 
-func newMatcher(values map[string]string) *matcher {
+func newMatcher(values map[string]string, withheld map[string]bool) *matcher {
 	m := &matcher{byName: maps.Clone(values)}
 	m.names = slices.Sorted(maps.Keys(values))
+	passed := map[string]bool{}
+	for _, n := range m.names {
+		if !withheld[n] {
+			m.passNames = append(m.passNames, n)
+			passed[values[n]] = true
+		}
+	}
+	for _, n := range m.names {
+		if v := values[n]; withheld[n] && !passed[v] && !slices.Contains(m.withheldValues, v) {
+			m.withheldValues = append(m.withheldValues, v)
+		}
+	}
 	type nv struct{ name, value string }
 	all := make([]nv, 0, len(values))
 	for _, n := range m.names {

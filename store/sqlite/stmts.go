@@ -89,7 +89,8 @@ const stepColumns = `step_id, idx, status, result, error, started_at, finished_a
 const workflowColumns = `id, name, description, input_schema, plan, canvas, published, revision, created_at, updated_at`
 
 const scheduleColumns = `id, workflow_id, inputs, interval_seconds, recurring, active,
-	next_run_at, expires_at, created_at, last_run_at, run_count, last_task_id`
+	next_run_at, expires_at, created_at, last_run_at, run_count, last_task_id,
+	last_error, last_error_at`
 
 const auditColumns = `id, session_id, turn_number, ts, tool_name, operation, resource, actor_id, outcome, reason, extra`
 
@@ -196,10 +197,10 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&s.listPublishedWorkflows, r, `SELECT ` + workflowColumns + ` FROM workflows
 			WHERE published = 1 ORDER BY name, id`},
 		{&s.createSchedule, w, `INSERT INTO schedules (` + scheduleColumns + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&s.updateSchedule, w, `UPDATE schedules SET workflow_id = ?, inputs = ?, interval_seconds = ?,
 			recurring = ?, active = ?, next_run_at = ?, expires_at = ?, last_run_at = ?,
-			run_count = ?, last_task_id = ? WHERE id = ?`},
+			run_count = ?, last_task_id = ?, last_error = ?, last_error_at = ? WHERE id = ?`},
 		{&s.deleteSchedule, w, `DELETE FROM schedules WHERE id = ?`},
 		{&s.getSchedule, r, `SELECT ` + scheduleColumns + ` FROM schedules WHERE id = ?`},
 		{&s.listSchedules, r, `SELECT ` + scheduleColumns + ` FROM schedules ORDER BY next_run_at, id`},

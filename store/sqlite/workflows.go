@@ -157,7 +157,7 @@ func scanWorkflow(row scanner) (store.Workflow, error) {
 	return w, nil
 }
 
-// scheduleArgs validates s and returns workflow_id .. last_task_id in the
+// scheduleArgs validates s and returns workflow_id .. last_error_at in the
 // column order of updateSchedule.
 func scheduleArgs(s store.Schedule) ([]any, error) {
 	if s.WorkflowID == "" {
@@ -181,7 +181,11 @@ func scheduleArgs(s store.Schedule) ([]any, error) {
 		}
 		args = append(args, v)
 	}
-	return append(args, s.RunCount, s.LastTaskID), nil
+	errAt, err := optNanos("schedule last_error_at", s.LastErrorAt)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, s.RunCount, s.LastTaskID, s.LastError, errAt), nil
 }
 
 // CreateSchedule implements store.Schedules.
@@ -201,7 +205,8 @@ func (db *DB) CreateSchedule(ctx context.Context, s store.Schedule) (store.Sched
 		return store.Schedule{}, err
 	}
 	// Column order: id, workflow_id .. active, next_run_at, expires_at,
-	// created_at, last_run_at, run_count, last_task_id.
+	// created_at, last_run_at, run_count, last_task_id, last_error,
+	// last_error_at.
 	args := append([]any{s.ID}, a[:7]...)
 	args = append(args, created)
 	args = append(args, a[7:]...)
@@ -215,6 +220,7 @@ func (db *DB) CreateSchedule(ctx context.Context, s store.Schedule) (store.Sched
 	s.Inputs = cloneRaw(s.Inputs)
 	s.CreatedAt = fromNanos(created)
 	s.NextRunAt, s.ExpiresAt, s.LastRunAt = utcOrZero(s.NextRunAt), utcOrZero(s.ExpiresAt), utcOrZero(s.LastRunAt)
+	s.LastErrorAt = utcOrZero(s.LastErrorAt)
 	return s, nil
 }
 
@@ -292,15 +298,17 @@ func scanSchedule(row scanner) (store.Schedule, error) {
 		inputs                 sql.NullString
 		recurring, active      int
 		next, expires, lastRun sql.NullInt64
+		errAt                  sql.NullInt64
 		created                int64
 	)
 	if err := row.Scan(&s.ID, &s.WorkflowID, &inputs, &s.IntervalSeconds, &recurring, &active,
-		&next, &expires, &created, &lastRun, &s.RunCount, &s.LastTaskID); err != nil {
+		&next, &expires, &created, &lastRun, &s.RunCount, &s.LastTaskID, &s.LastError, &errAt); err != nil {
 		return store.Schedule{}, err
 	}
 	s.Inputs = rawOrNil(inputs)
 	s.Recurring, s.Active = recurring != 0, active != 0
 	s.NextRunAt, s.ExpiresAt, s.LastRunAt = fromOptNanos(next), fromOptNanos(expires), fromOptNanos(lastRun)
+	s.LastErrorAt = fromOptNanos(errAt)
 	s.CreatedAt = fromNanos(created)
 	return s, nil
 }

@@ -271,6 +271,7 @@ func testSchedules(t *testing.T, s store.Store) {
 		IntervalSeconds: 3600, Recurring: true, Active: true,
 		NextRunAt: next, ExpiresAt: next.Add(7 * 24 * time.Hour), CreatedAt: next.Add(-time.Hour),
 		LastRunAt: next.Add(-time.Minute), RunCount: 3, LastTaskID: "task-9",
+		LastError: `workflow "wf" is not published`, LastErrorAt: next.Add(-2 * time.Minute),
 	}
 	before := time.Now().Add(-time.Second)
 	for _, in := range []store.Schedule{full, {ID: "min", WorkflowID: "wf"}} {
@@ -289,7 +290,8 @@ func testSchedules(t *testing.T, s store.Store) {
 		stored := mustGetSchedule(t, s, in.ID)
 		same(t, "GetSchedule", stored, got)
 		checkUTC(t, "CreatedAt", stored.CreatedAt)
-		if in.ID == "min" && (!stored.NextRunAt.IsZero() || !stored.LastRunAt.IsZero() || !stored.ExpiresAt.IsZero() || stored.Inputs != nil) {
+		if in.ID == "min" && (!stored.NextRunAt.IsZero() || !stored.LastRunAt.IsZero() || !stored.ExpiresAt.IsZero() || stored.Inputs != nil ||
+			stored.LastError != "" || !stored.LastErrorAt.IsZero()) {
 			t.Errorf("zero fields came back set: %+v", stored)
 		}
 	}
@@ -313,6 +315,7 @@ func testSchedules(t *testing.T, s store.Store) {
 	fired := full
 	fired.Active, fired.RunCount, fired.LastTaskID = false, 4, "task-10"
 	fired.LastRunAt, fired.NextRunAt = next, time.Time{}
+	fired.LastError, fired.LastErrorAt = "", time.Time{} // a success clears them
 	fired.Inputs = nil
 	fired.CreatedAt = time.Now() // ignored
 	if err := s.UpdateSchedule(ctx, fired); err != nil {

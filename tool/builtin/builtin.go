@@ -19,13 +19,19 @@ type Config struct {
 	Workspace string
 	// ExtraDirs are further directories file tools may touch.
 	ExtraDirs []string
-	// Env is added to the environment of Bash commands (e.g. secrets the
-	// run was given), on top of the process environment.
+	// Env is added to the environment of Bash commands (the settings'
+	// env), on top of the process environment without weft's own
+	// variables and provider credentials (secret.ToolEnv); the run's
+	// secrets come with each call (tool.Call.Secrets).
 	Env []string
 	// Guard scans what Write and Edit are about to put on disk; a secret
 	// blocks the write. nil means secret.NewDefaultGuard() (scanning is on
 	// by default); secret.NoopGuard{} turns it off.
 	Guard secret.Guard
+	// Background runs Bash commands given run_in_background as background
+	// tasks (a *task.Registry, whose task tools read and stop them). nil
+	// means Bash offers no run_in_background.
+	Background Background
 
 	// WebFetch: AllowPrivateNetworks lets it reach loopback, link-local and
 	// private addresses (off by default: an agent must not probe the

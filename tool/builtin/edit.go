@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/weft-run/weft/internal/realpath"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
@@ -59,6 +60,7 @@ func (t *editTool) Spec() tool.Spec {
 		Meta: tool.Meta{
 			Effect:     tool.EffectWrite,
 			Permission: tool.ClassFile,
+			PathArg:    "file_path",
 		},
 	}
 }
@@ -75,7 +77,7 @@ func (t *editTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tool.Errorf("invalid input: %v", err), nil
 	}
-	path, err := t.ws.resolve(in.FilePath)
+	path, err := t.ws.resolveChecked(ctx, in.FilePath)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
@@ -102,7 +104,7 @@ func (t *editTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := wsCheckSeen(sess, path, fi, "editing"); err != nil {
 		return tool.Errorf("%v", err), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := realpath.ReadFile(path)
 	if err != nil {
 		return tool.Errorf("cannot read %s: %v", path, err), nil
 	}

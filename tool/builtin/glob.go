@@ -13,6 +13,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/weft-run/weft/internal/realpath"
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -25,7 +27,8 @@ const (
 const globDescription = `Finds files by name pattern, e.g. "**/*.go", "src/**/*.{ts,tsx}" or "cmd/*/main.go". "**" matches any number of directories, "*" any part of one name.
 
 - path is the directory to search (default: the workspace); the pattern is matched against paths relative to it.
-- Returns absolute paths of matching files, most recently modified first, at most 1000. .git directories are skipped.
+- Returns absolute paths of matching files, most recently modified first, at most 1000.
+- Skips files ignored by .gitignore (and .git/info/exclude), .git directories, and files the permission rules do not let you read; hidden files are included. A pattern or path naming an ignored directory (e.g. path "build") searches it.
 - To search file contents use Grep.`
 
 var globSchema = json.RawMessage(`{
@@ -83,6 +86,10 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	base := in.Path
 	if base == "" {
 		base = "."
+	} else if _, err := t.ws.resolveChecked(ctx, base); err != nil {
+		// path is what the policy resolved and judged; the pattern's
+		// literal part below is resolved here (and links in it followed).
+		return tool.Errorf("%v", err), nil
 	}
 	// A literal leading part ("src/pkg/*.go", "/abs/dir/**", "../x/*")
 	// moves the search root, which then goes through confinement.
@@ -110,7 +117,11 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 		return tool.Errorf("the pattern %q names a directory, not files; add e.g. /* or /**/*", in.Pattern), nil
 	}
 
-	hits, err := globWalk(ctx, root, pattern)
+	keep, err := t.keep(ctx, root)
+	if err != nil {
+		return tool.Errorf("%v", err), nil
+	}
+	hits, err := globWalk(ctx, root, pattern, keep)
 	if err != nil {
 		return tool.Errorf("search stopped: %v", err), nil
 	}
@@ -141,11 +152,46 @@ func (t *globTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	return res, nil
 }
 
+// keep returns the test a found file must pass to be listed: the caller's
+// Read rules allow showing it (policy.ReadFilter), and a symlink is listed
+// only when its target passes too and lies inside the workspace or an
+// allowed directory, so a link's name does not reveal a file the model
+// may not see.
+func (t *globTool) keep(ctx context.Context, root string) (func(p string, link bool) bool, error) {
+	ws, extra, err := t.ws.roots()
+	if err != nil {
+		return nil, err
+	}
+	show := policy.ReadFilter(ctx, root)
+	return func(p string, link bool) bool {
+		if !show(p) {
+			return false
+		}
+		if !link {
+			return true
+		}
+		target, err := realpath.Resolve(p)
+		if err != nil || !show(target) {
+			return false
+		}
+		if wsWithin(ws, target) {
+			return true
+		}
+		for _, r := range extra {
+			if wsWithin(r, target) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
 // globWalk returns the files under root whose slash-separated relative path
-// matches pattern. Directories are pruned when the pattern's leading
-// literal-depth segments rule them out. Symlinks to files are listed,
-// symlinked directories are not entered.
-func globWalk(ctx context.Context, root, pattern string) ([]globHit, error) {
+// matches pattern and that keep accepts (link: the entry is a symlink).
+// Directories are pruned when the pattern's leading literal-depth segments
+// rule them out. Symlinks to files are listed, symlinked directories are
+// not entered.
+func globWalk(ctx context.Context, root, pattern string, keep func(p string, link bool) bool) ([]globHit, error) {
 	segs := strings.Split(pattern, "/")
 	// Segments before the first "**" constrain directories depth by depth.
 	// Braces may hold a "/", which defeats splitting, so they turn pruning
@@ -160,6 +206,8 @@ func globWalk(ctx context.Context, root, pattern string) ([]globHit, error) {
 	}
 	unbounded := fixed < len(segs)
 
+	// The .gitignore rules in force in each directory walked so far.
+	levels := map[string]*ignoreLevel{root: enterDir(root, ignoreEntries(root), parentIgnores(root))}
 	var hits []globHit
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -179,10 +227,12 @@ func globWalk(ctx context.Context, root, pattern string) ([]globHit, error) {
 			return nil
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(p[len(root):], string(filepath.Separator)))
+		ign := levels[filepath.Dir(p)]
 		if d.IsDir() {
-			if d.Name() == ".git" {
+			if d.Name() == ".git" || ign.ignored(p, true) {
 				return fs.SkipDir
 			}
+			levels[p] = enterDir(p, ignoreEntries(p), ign)
 			if prune {
 				depth := strings.Count(rel, "/") + 1
 				if !unbounded && depth >= len(segs) {
@@ -197,11 +247,11 @@ func globWalk(ctx context.Context, root, pattern string) ([]globHit, error) {
 			}
 			return nil
 		}
-		if !doublestar.MatchUnvalidated(pattern, rel) {
+		if !doublestar.MatchUnvalidated(pattern, rel) || ign.ignored(p, false) {
 			return nil
 		}
 		info, err := os.Stat(p) // follows a symlink to its target
-		if err != nil || info.IsDir() {
+		if err != nil || info.IsDir() || !keep(p, d.Type()&fs.ModeSymlink != 0) {
 			return nil
 		}
 		hits = append(hits, globHit{path: p, mtime: info.ModTime()})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -38,10 +39,12 @@ import (
 //     rules);
 //   - a file holding a NUL byte anywhere is skipped (rg alone would report
 //     matches found before a NUL beyond its first buffer);
-//   - ignore rules are .gitignore files only, in the searched tree and its
-//     parents up to the enclosing repository root, whether or not git is
-//     in use (rg: --no-require-git, no .ignore/.rgignore, no global or
-//     .git/info/exclude rules);
+//   - ignore rules are .gitignore files, in the searched tree and its
+//     parents up to the enclosing repository root, and a repository's
+//     .git/info/exclude, whether or not git is in use (rg:
+//     --no-require-git, no .ignore/.rgignore, no global rules); the Go
+//     walker matches them with go-git's gitignore package (gitignore.go,
+//     shared with Glob);
 //   - hidden files and directories below the search root are skipped
 //     unless a .gitignore rule whitelists them (as in ripgrep), and
 //     symlinks are not followed;
@@ -67,7 +70,7 @@ const grepDescription = `Searches file contents with a regular expression (RE2 s
 - output_mode: "files_with_matches" (default: paths of matching files, most recently modified first), "content" (matching lines as path:line:text; -A, -B and -C add context lines, -n shows line numbers and is on by default), "count" (number of matching lines per file).
 - Filter files with glob (e.g. "*.js", "**/*.{ts,tsx}"; several separated by spaces, "!" excludes) or type (e.g. "go", "py", "js", "ts", "rust", "java").
 - Matches stay within one line unless multiline is true; then "." also matches newlines and a pattern may span lines.
-- Skips files ignored by .gitignore, hidden files and directories, and binary files.
+- Skips files ignored by .gitignore, hidden files and directories, binary files, and files the permission rules do not let you read.
 - head_limit keeps only the first N lines (content) or entries (files, counts).
 - Use Grep rather than grep or rg through Bash.`
 
@@ -200,6 +203,9 @@ type grepQuery struct {
 	before     int
 	after      int
 	filter     *grepFilter // nil: every file
+	// show is the caller's Read rules (policy.ReadFilter): a file it
+	// refuses is not searched, its name and lines never shown.
+	show func(path string) bool
 }
 
 // grepLine is one output line of a file: a matching line or context.
@@ -234,7 +240,7 @@ func (t *grepTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tool.Errorf("invalid input: %v", err), nil
 	}
-	q, err := t.query(in)
+	q, err := t.query(ctx, in)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
@@ -258,7 +264,7 @@ func (t *grepTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 }
 
 // query validates the input into a search.
-func (t *grepTool) query(in grepInput) (*grepQuery, error) {
+func (t *grepTool) query(ctx context.Context, in grepInput) (*grepQuery, error) {
 	q := &grepQuery{mode: in.OutputMode, multiline: in.Multiline}
 	if q.mode == "" {
 		q.mode = grepModeFiles
@@ -293,8 +299,12 @@ func (t *grepTool) query(in grepInput) (*grepQuery, error) {
 	if p == "" {
 		p = "."
 	}
-	if q.root, err = t.ws.resolve(p); err != nil {
+	if q.root, err = t.ws.resolveChecked(ctx, p); err != nil {
 		return nil, err
+	}
+	q.show = policy.ReadFilter(ctx, q.root)
+	if !q.show(q.root) {
+		return nil, fmt.Errorf("a Read permission rule denies reading %s", q.root)
 	}
 	fi, err := os.Stat(q.root)
 	if err != nil {
@@ -789,7 +799,7 @@ func grepRunRG(rg string) grepBackend {
 	return func(ctx context.Context, q *grepQuery, ordered bool, emit func(grepFile) bool) error {
 		args := []string{
 			"--json", "--no-config", "--no-messages",
-			"--no-require-git", "--no-ignore-global", "--no-ignore-exclude", "--no-ignore-dot",
+			"--no-require-git", "--no-ignore-global", "--no-ignore-dot",
 			"--encoding", "none",
 		}
 		if q.multiline {
@@ -884,6 +894,9 @@ func grepKeepRG(q *grepQuery, f *grepFile) bool {
 	if !q.rootIsFile && !q.filter.match(grepRel(q.root, f.path)) {
 		return false
 	}
+	if !q.show(f.path) {
+		return false
+	}
 	return q.rootIsFile || !grepHasNUL(f.path)
 }
 
@@ -910,7 +923,7 @@ func grepRunGo(ctx context.Context, q *grepQuery, _ bool, emit func(grepFile) bo
 		return nil
 	}
 	w := &grepWalker{ctx: ctx, q: q, emit: emit}
-	w.walk(q.root, grepParentIgnores(q.root))
+	w.walk(q.root, parentIgnores(q.root))
 	return ctx.Err()
 }
 
@@ -924,12 +937,12 @@ type grepWalker struct {
 
 // walk visits dir in name order, as ripgrep --sort path does. ign holds
 // the ignore rules of dir's ancestors.
-func (w *grepWalker) walk(dir string, ign *grepIgnoreLevel) {
+func (w *grepWalker) walk(dir string, ign *ignoreLevel) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	ign = grepEnterDir(dir, entries, ign)
+	ign = enterDir(dir, entries, ign)
 	for _, e := range entries {
 		if w.stop {
 			return
@@ -946,7 +959,7 @@ func (w *grepWalker) walk(dir string, ign *grepIgnoreLevel) {
 				w.walk(full, ign)
 			}
 		case t.IsRegular():
-			if ign.skip(full, name, false) || !w.q.filter.match(grepRel(w.q.root, full)) {
+			if ign.skip(full, name, false) || !w.q.filter.match(grepRel(w.q.root, full)) || !w.q.show(full) {
 				continue
 			}
 			if f, ok := grepSearchFile(w.q, full); ok && !w.emit(f) {
@@ -1059,173 +1072,4 @@ func grepLineStarts(b []byte) []int {
 		}
 	}
 	return starts
-}
-
-// --- .gitignore rules for the Go backend, with ripgrep's semantics ---
-
-// grepIgnoreRule is one .gitignore line, translated to a doublestar
-// pattern over the path relative to the .gitignore's directory.
-type grepIgnoreRule struct {
-	pattern string
-	negate  bool
-	dirOnly bool
-}
-
-// grepIgnoreLevel is the rules of one directory, linked to its parent's.
-type grepIgnoreLevel struct {
-	dir    string
-	rules  []grepIgnoreRule
-	isRepo bool // dir holds .git: rules of outer directories stop here
-	parent *grepIgnoreLevel
-}
-
-// grepParseIgnore translates .gitignore text the way ripgrep's ignore crate
-// does: comments and blank lines skipped, trailing spaces trimmed unless
-// escaped, "!" negates, a leading "/" or any inner "/" anchors the pattern
-// to the file's directory, otherwise it matches at any depth, a trailing
-// "/" matches directories only, and "dir/**" matches inside dir but not
-// dir itself. Invalid patterns are dropped.
-func grepParseIgnore(text string) []grepIgnoreRule {
-	var rules []grepIgnoreRule
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !strings.HasSuffix(line, `\ `) {
-			line = strings.TrimRight(line, " \t")
-		}
-		if line == "" {
-			continue
-		}
-		var r grepIgnoreRule
-		switch {
-		case strings.HasPrefix(line, "!"):
-			r.negate = true
-			line = line[1:]
-		case strings.HasPrefix(line, `\!`), strings.HasPrefix(line, `\#`):
-			line = line[1:]
-		}
-		anchored := false
-		if strings.HasPrefix(line, "/") {
-			anchored = true
-			line = line[1:]
-		}
-		if strings.HasSuffix(line, "/") {
-			r.dirOnly = true
-			line = strings.TrimSuffix(line, "/")
-			line = strings.TrimSuffix(line, `\`)
-		}
-		if line == "" {
-			continue
-		}
-		if !anchored && !strings.Contains(line, "/") && !strings.HasPrefix(line, "**/") && line != "**" {
-			line = "**/" + line
-		}
-		if strings.HasSuffix(line, "/**") {
-			line += "/*"
-		}
-		if !doublestar.ValidatePattern(line) {
-			continue
-		}
-		r.pattern = line
-		rules = append(rules, r)
-	}
-	return rules
-}
-
-// grepEnterDir returns the rules in force inside dir.
-func grepEnterDir(dir string, entries []os.DirEntry, parent *grepIgnoreLevel) *grepIgnoreLevel {
-	lvl := &grepIgnoreLevel{dir: dir, parent: parent}
-	for _, e := range entries {
-		switch e.Name() {
-		case ".git":
-			lvl.isRepo = true
-		case ".gitignore":
-			if data, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err == nil {
-				lvl.rules = grepParseIgnore(string(data))
-			}
-		}
-	}
-	if !lvl.isRepo && lvl.rules == nil {
-		return parent
-	}
-	return lvl
-}
-
-// grepParentIgnores loads the rules of root's ancestors, which ripgrep
-// applies to a search below them.
-func grepParentIgnores(root string) *grepIgnoreLevel {
-	var dirs []string
-	for d := filepath.Dir(root); ; d = filepath.Dir(d) {
-		dirs = append(dirs, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if root == filepath.Dir(root) {
-		dirs = nil
-	}
-	var lvl *grepIgnoreLevel
-	for i := len(dirs) - 1; i >= 0; i-- {
-		entries := make([]os.DirEntry, 0, 2)
-		for _, name := range []string{".git", ".gitignore"} {
-			if fi, err := os.Lstat(filepath.Join(dirs[i], name)); err == nil {
-				entries = append(entries, grepDirEntry{fi})
-			}
-		}
-		lvl = grepEnterDir(dirs[i], entries, lvl)
-	}
-	return lvl
-}
-
-type grepDirEntry struct{ fi os.FileInfo }
-
-func (e grepDirEntry) Name() string               { return e.fi.Name() }
-func (e grepDirEntry) IsDir() bool                { return e.fi.IsDir() }
-func (e grepDirEntry) Type() os.FileMode          { return e.fi.Mode().Type() }
-func (e grepDirEntry) Info() (os.FileInfo, error) { return e.fi, nil }
-
-// Results of grepIgnoreLevel.match.
-const (
-	grepIgnoreNone      = 0
-	grepIgnoreExcluded  = -1
-	grepIgnoreWhitelist = 1
-)
-
-// match says whether the rules exclude or whitelist p: the deepest
-// directory with a matching rule decides, within it the last matching rule,
-// and directories above the nearest repository root are not consulted.
-func (l *grepIgnoreLevel) match(p string, isDir bool) int {
-	for ; l != nil; l = l.parent {
-		rel := grepRel(l.dir, p)
-		for i := len(l.rules) - 1; i >= 0; i-- {
-			r := l.rules[i]
-			if r.dirOnly && !isDir {
-				continue
-			}
-			if doublestar.MatchUnvalidated(r.pattern, rel) {
-				if r.negate {
-					return grepIgnoreWhitelist
-				}
-				return grepIgnoreExcluded
-			}
-		}
-		if l.isRepo {
-			return grepIgnoreNone
-		}
-	}
-	return grepIgnoreNone
-}
-
-// skip says whether the walk leaves out the entry p (named name). As in
-// ripgrep, a hidden entry is skipped unless a rule whitelists it.
-func (l *grepIgnoreLevel) skip(p, name string, isDir bool) bool {
-	switch l.match(p, isDir) {
-	case grepIgnoreExcluded:
-		return true
-	case grepIgnoreWhitelist:
-		return false
-	}
-	return strings.HasPrefix(name, ".")
 }

@@ -472,74 +472,6 @@ func TestGrepCancelled(t *testing.T) {
 	}
 }
 
-func TestGrepParseIgnore(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		line string
-		want []grepIgnoreRule
-	}{
-		{"# comment", nil},
-		{"", nil},
-		{"   ", nil},
-		{"*.log", []grepIgnoreRule{{pattern: "**/*.log"}}},
-		{"*.log  ", []grepIgnoreRule{{pattern: "**/*.log"}}},
-		{"trailing\\ ", []grepIgnoreRule{{pattern: "**/trailing\\ "}}},
-		{"!keep.log", []grepIgnoreRule{{pattern: "**/keep.log", negate: true}}},
-		{"\\!bang", []grepIgnoreRule{{pattern: "**/!bang"}}},
-		{"\\#hash", []grepIgnoreRule{{pattern: "**/#hash"}}},
-		{"/root.txt", []grepIgnoreRule{{pattern: "root.txt"}}},
-		{"build/", []grepIgnoreRule{{pattern: "**/build", dirOnly: true}}},
-		{"/build/", []grepIgnoreRule{{pattern: "build", dirOnly: true}}},
-		{"a/b", []grepIgnoreRule{{pattern: "a/b"}}},
-		{"**/x", []grepIgnoreRule{{pattern: "**/x"}}},
-		{"**", []grepIgnoreRule{{pattern: "**"}}},
-		{"dir/**", []grepIgnoreRule{{pattern: "dir/**/*"}}},
-		{"a/**/b", []grepIgnoreRule{{pattern: "a/**/b"}}},
-		{"x\r", []grepIgnoreRule{{pattern: "**/x"}}},
-		{"[a-", nil},
-		{"/", nil},
-		{"!", nil},
-	}
-	for _, tc := range tests {
-		got := grepParseIgnore(tc.line)
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("grepParseIgnore(%q) = %+v, want %+v", tc.line, got, tc.want)
-		}
-	}
-}
-
-func TestGrepIgnoreLevels(t *testing.T) {
-	t.Parallel()
-	root := &grepIgnoreLevel{dir: "/r", rules: grepParseIgnore("*.txt\n!keep.txt\nout/\n/top.md\n"), isRepo: true}
-	sub := &grepIgnoreLevel{dir: "/r/sub", rules: grepParseIgnore("!*.txt\nkeep.txt\n"), parent: root}
-	inner := &grepIgnoreLevel{dir: "/r/sub/repo", isRepo: true, parent: sub}
-	tests := []struct {
-		lvl   *grepIgnoreLevel
-		path  string
-		isDir bool
-		want  bool
-	}{
-		{root, "/r/a.txt", false, true},
-		{root, "/r/keep.txt", false, false},
-		{root, "/r/x/a.txt", false, true},
-		{root, "/r/out", true, true},
-		{root, "/r/out", false, false},
-		{root, "/r/top.md", false, true},
-		{root, "/r/x/top.md", false, false},
-		{sub, "/r/sub/a.txt", false, false}, // the deeper negation wins
-		{sub, "/r/sub/keep.txt", false, true},
-		{sub, "/r/sub/out", true, true},
-		{inner, "/r/sub/repo/out", true, false}, // rules above a repository root stop
-		{inner, "/r/sub/repo/a.txt", false, false},
-		{(*grepIgnoreLevel)(nil), "/r/a.txt", false, false},
-	}
-	for _, tc := range tests {
-		if got := tc.lvl.match(tc.path, tc.isDir) == grepIgnoreExcluded; got != tc.want {
-			t.Errorf("ignored(%s, dir=%v) at %s = %v, want %v", tc.path, tc.isDir, tc.lvl.dir, got, tc.want)
-		}
-	}
-}
-
 func TestGrepPathLess(t *testing.T) {
 	t.Parallel()
 	paths := []string{"/w/a-c", "/w/a/b", "/w/a.go", "/w/a", "/w/B", "/w/a/b/c", "/w/ab"}
@@ -573,25 +505,6 @@ func TestGrepSpec(t *testing.T) {
 	if s.Name != "Grep" || !s.ReadOnly || !s.ConcurrencySafe || s.Effect != tool.EffectRead || s.Permission != tool.ClassReadOnly {
 		t.Fatalf("unexpected spec meta: %+v", s.Meta)
 	}
-}
-
-// FuzzGrepParseIgnore checks that any .gitignore text parses and matches
-// without panicking, and that a rule only ever matches as its own
-// doublestar pattern says.
-func FuzzGrepParseIgnore(f *testing.F) {
-	for _, s := range []string{"*.log\n!keep.log\n", "build/\n/root\n", "a/**/b\n**\n", "\\#x\n\\!y\ntrailing\\ \n", "[a-\n{a,b}\n", "dir/**\n"} {
-		f.Add(s, "a/b/c.log", true)
-	}
-	f.Fuzz(func(t *testing.T, text, rel string, isDir bool) {
-		rules := grepParseIgnore(text)
-		for _, r := range rules {
-			if r.pattern == "" {
-				t.Fatalf("empty pattern from %q", text)
-			}
-		}
-		lvl := &grepIgnoreLevel{dir: "/w", rules: rules}
-		lvl.skip(filepath.Join("/w", rel), filepath.Base(rel), isDir)
-	})
 }
 
 // FuzzGrepCompile checks that any pattern either fails to compile with an

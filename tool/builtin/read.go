@@ -10,12 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/internal/realpath"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -103,11 +104,16 @@ func (t *readTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tool.Errorf("invalid input: %v", err), nil
 	}
-	path, err := t.ws.resolve(in.FilePath)
+	path, err := t.ws.resolveChecked(ctx, in.FilePath)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
-	f, err := os.Open(path)
+	if !policy.ReadFilter(ctx, path)(path) {
+		// The policy judged the path the model gave; this is where it leads
+		// now, checked again at open time.
+		return tool.Errorf("a Read permission rule denies reading %s", path), nil
+	}
+	f, err := realpath.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return tool.Errorf("%s", readMissing(ctx, t.ws, path)), nil
@@ -138,7 +144,10 @@ func (t *readTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 		if fi.Size() > readMaxImage {
 			return tool.Errorf("%s is an image of %d bytes; Read shows images up to %d bytes", path, fi.Size(), readMaxImage), nil
 		}
-		data, err := os.ReadFile(path)
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return tool.Errorf("cannot read %s: %v", path, err), nil
+		}
+		data, err := io.ReadAll(f)
 		if err != nil {
 			return tool.Errorf("cannot read %s: %v", path, err), nil
 		}
@@ -334,6 +343,8 @@ func readMissing(ctx context.Context, ws wsConfine, path string) string {
 		return msg
 	}
 	base := filepath.Base(path)
+	// Names are shown too: a file the rules hide is not suggested.
+	show := policy.ReadFilter(ctx, "")
 	var found []string
 	seen := 0
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -353,7 +364,7 @@ func readMissing(ctx context.Context, ws wsConfine, path string) string {
 			}
 			return nil
 		}
-		if d.Name() == base && p != path {
+		if d.Name() == base && p != path && d.Type().IsRegular() && show(p) {
 			found = append(found, p)
 		}
 		return nil

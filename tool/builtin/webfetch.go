@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,15 +15,20 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 
+	"github.com/weft-run/weft/internal/netguard"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -66,7 +72,7 @@ type fetchTool struct {
 	maxBytes int64
 	timeout  time.Duration
 	// guard is nil when private networks are allowed.
-	guard *fetchGuard
+	guard *netguard.Guard
 	// preResolve: the transport is not ours to instrument (a caller's custom
 	// RoundTripper or dialer), so each hop's host is resolved and checked
 	// before the request instead of at dial time.
@@ -78,9 +84,9 @@ type fetchTool struct {
 // cfg.AllowPrivateNetworks is set.
 func NewWebFetch(cfg Config) tool.Tool { return fetchNew(cfg, nil) }
 
-// fetchNew lets tests replace the address classification, since every test
-// server lives on loopback.
-func fetchNew(cfg Config, blocked func(netip.Addr) string) *fetchTool {
+// fetchNew lets tests replace the address classification (nil means
+// netguard.Classify), since every test server lives on loopback.
+func fetchNew(cfg Config, classify func(netip.Addr) string) *fetchTool {
 	t := &fetchTool{maxBytes: cfg.MaxFetchBytes, timeout: cfg.FetchTimeout}
 	if t.maxBytes <= 0 {
 		t.maxBytes = fetchDefaultMaxBytes
@@ -89,10 +95,7 @@ func fetchNew(cfg Config, blocked func(netip.Addr) string) *fetchTool {
 		t.timeout = fetchDefaultTimeout
 	}
 	if !cfg.AllowPrivateNetworks {
-		if blocked == nil {
-			blocked = fetchBlockedReason
-		}
-		t.guard = &fetchGuard{blocked: blocked}
+		t.guard = netguard.New(classify)
 	}
 	var base http.RoundTripper
 	if cfg.HTTPClient != nil {
@@ -124,7 +127,7 @@ func fetchDescription(maxBytes int64, timeout time.Duration) string {
 	return `Fetches a web page or file over HTTP(S) and returns its content as text, so you can answer a question about it.
 
 - Takes a url and a prompt. The prompt says what you want from the page.
-- weft does not run a second model over the page: the result is the page itself (HTML converted to markdown-like text with headings, lists, links and code blocks; plain text, markdown and JSON as they are), headed by the final URL, the HTTP status, the content type and your prompt echoed back. Read it and answer the prompt yourself.
+- weft does not run a second model over the page: the result is the page itself (HTML converted to Markdown with headings, lists, links, code blocks and tables, without navigation, sidebars, footers and scripts; plain text, markdown and JSON as they are), headed by the final URL, the HTTP status, the content type and your prompt echoed back. Read it and answer the prompt yourself.
 - The URL must be a complete http:// or https:// URL. It is fetched exactly as given: http is not upgraded to https.
 - Redirects on the same host are followed (up to ` + strconv.Itoa(fetchMaxRedirects) + `). A redirect to a different host is not followed: the result names the new URL, and you may call WebFetch again with it.
 - At most ` + fetchSize(maxBytes) + ` of a response is read and a fetch may take at most ` + timeout.String() + `; very long pages are truncated. Images, PDFs and other binary content are not returned, only their type and size.
@@ -229,17 +232,17 @@ func (t *fetchTool) checkHop(ctx context.Context, u *url.URL) error {
 	}
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if reason := t.guard.blocked(ip); reason != "" {
-			return &fetchBlockedError{Host: host, Addr: ip, Reason: reason}
+		if b := t.guard.Check(host, ip); b != nil {
+			return errors.New(fetchRefusal(b))
 		}
 		return nil
 	}
 	if !t.preResolve {
 		return nil
 	}
-	blocked, err := t.guard.checkHost(ctx, host)
+	blocked, err := t.guard.CheckHost(ctx, host)
 	if blocked != nil {
-		return blocked
+		return errors.New(fetchRefusal(blocked))
 	}
 	if err != nil {
 		return fmt.Errorf("WebFetch: could not resolve host %s: %v", host, err)
@@ -248,9 +251,9 @@ func (t *fetchTool) checkHop(ctx context.Context, u *url.URL) error {
 }
 
 func (t *fetchTool) transportError(parent, ctx context.Context, u *url.URL, err error) tool.Result {
-	var blocked *fetchBlockedError
+	var blocked *netguard.BlockedError
 	if errors.As(err, &blocked) {
-		return tool.Errorf("%v", blocked)
+		return tool.Errorf("%s", fetchRefusal(blocked))
 	}
 	if parent.Err() != nil {
 		return tool.Errorf("WebFetch: canceled while fetching %s", u)
@@ -277,8 +280,8 @@ func (t *fetchTool) redirectReport(from, to *url.URL, status int, prompt string)
 	if to.Scheme != "http" && to.Scheme != "https" {
 		fmt.Fprintf(&b, "\n\nNote: the redirect target uses the %s scheme, which WebFetch cannot fetch.", to.Scheme)
 	} else if ip, err := netip.ParseAddr(to.Hostname()); err == nil && t.guard != nil {
-		if reason := t.guard.blocked(ip); reason != "" {
-			fmt.Fprintf(&b, "\n\nNote: the redirect target is a %s address, which WebFetch will refuse.", reason)
+		if blocked := t.guard.Check(to.Hostname(), ip); blocked != nil {
+			fmt.Fprintf(&b, "\n\nNote: the redirect target is a %s address, which WebFetch will refuse.", blocked.Reason)
 		}
 	}
 	r := tool.Text(b.String())
@@ -307,24 +310,9 @@ func fetchSameSite(from, to *url.URL) bool {
 		return false
 	}
 	if from.Scheme == to.Scheme {
-		return fetchPort(from) == fetchPort(to)
+		return netguard.Port(from) == netguard.Port(to)
 	}
-	return from.Scheme == "http" && to.Scheme == "https" && fetchPort(from) == "80" && fetchPort(to) == "443"
-}
-
-func fetchPort(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch u.Scheme {
-	case "http":
-		return "80"
-	case "https":
-		return "443"
-	case "socks5", "socks5h":
-		return "1080"
-	}
-	return ""
+	return from.Scheme == "http" && to.Scheme == "https" && netguard.Port(from) == "80" && netguard.Port(to) == "443"
 }
 
 type fetchKind int
@@ -497,108 +485,22 @@ func fetchSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// ---- SSRF guard ----
+// ---- SSRF guard (internal/netguard) ----
 
-// fetchBlockedError is the refusal of a non-public address.
-type fetchBlockedError struct {
-	Host   string
-	Addr   netip.Addr
-	Reason string
-}
-
-func (e *fetchBlockedError) Error() string {
-	target := e.Host
-	if e.Addr.IsValid() && e.Addr.String() != e.Host {
-		target = fmt.Sprintf("%s (%s)", e.Host, e.Addr)
-	}
-	return fmt.Sprintf("WebFetch refused to connect to %s: it is a %s address. Loopback, private, link-local and other non-public networks are blocked so that an agent cannot probe the network it runs in; an operator can allow them with the AllowPrivateNetworks option of the builtin tools (builtin.Config.AllowPrivateNetworks).", target, e.Reason)
-}
-
-type fetchGuard struct {
-	blocked func(netip.Addr) string
-	// proxies holds the "host:port" of proxies the transport was told to
-	// use: their dials are allowed (the operator configured them) and the
-	// target is checked in the Proxy hook instead.
-	proxies sync.Map
-}
-
-// dialContext checks the address of every connection right before it is
-// made, after DNS resolution, so neither a redirect nor a DNS answer that
-// changes between check and use can reach a blocked address.
-func (g *fetchGuard) dialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if _, ok := g.proxies.Load(addr); ok {
-			return d.DialContext(ctx, network, addr)
-		}
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			host = addr
-		}
-		dd := *d
-		dd.ControlContext = nil
-		dd.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return &fetchBlockedError{Host: host, Reason: "unrecognised (" + address + ")"}
-			}
-			if reason := g.blocked(ap.Addr()); reason != "" {
-				return &fetchBlockedError{Host: host, Addr: ap.Addr(), Reason: reason}
-			}
-			return nil
-		}
-		return dd.DialContext(ctx, network, addr)
-	}
-}
-
-// proxyFunc wraps a transport's Proxy hook: with a proxy, the proxy resolves
-// and connects to the target, so the target is resolved and checked here.
-// A name that does not resolve locally is let through: behind a proxy, DNS
-// for outside names is often the proxy's job.
-func (g *fetchGuard) proxyFunc(inner func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
-	return func(req *http.Request) (*url.URL, error) {
-		pu, err := inner(req)
-		if err != nil || pu == nil {
-			return pu, err
-		}
-		if blocked, _ := g.checkHost(req.Context(), req.URL.Hostname()); blocked != nil {
-			return nil, blocked
-		}
-		g.proxies.Store(net.JoinHostPort(pu.Hostname(), fetchPort(pu)), struct{}{})
-		return pu, nil
-	}
-}
-
-// checkHost resolves host and reports the first blocked address.
-func (g *fetchGuard) checkHost(ctx context.Context, host string) (*fetchBlockedError, error) {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if reason := g.blocked(ip); reason != "" {
-			return &fetchBlockedError{Host: host, Addr: ip, Reason: reason}, nil
-		}
-		return nil, nil
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return nil, err
-	}
-	for _, ip := range ips {
-		if reason := g.blocked(ip); reason != "" {
-			return &fetchBlockedError{Host: host, Addr: ip, Reason: reason}, nil
-		}
-	}
-	return nil, nil
+// fetchRefusal is the model's message for a refused address.
+func fetchRefusal(b *netguard.BlockedError) string {
+	return "WebFetch " + b.Error() + ". Loopback, private, link-local and other non-public networks are blocked so that an agent cannot probe the network it runs in; an operator can allow them with the AllowPrivateNetworks option of the builtin tools (builtin.Config.AllowPrivateNetworks)."
 }
 
 // transport builds the round tripper: ours (or a clone of the caller's
-// *http.Transport) with the guarded dialer; an opaque caller transport is
-// used as is and checked per hop instead.
+// *http.Transport) guarded at dial time; an opaque caller transport is
+// used as is and checked per hop instead (preResolve).
 func (t *fetchTool) transport(base http.RoundTripper) http.RoundTripper {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	var tr *http.Transport
-	switch b := base.(type) {
-	case nil:
-		tr = &http.Transport{
+	if base == nil {
+		// No DialContext: the guard supplies the dialer; without a guard
+		// the clone below gets the same timeouts.
+		base = &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          16,
 			IdleConnTimeout:       90 * time.Second,
@@ -606,144 +508,318 @@ func (t *fetchTool) transport(base http.RoundTripper) http.RoundTripper {
 			ResponseHeaderTimeout: t.timeout,
 			ExpectContinueTimeout: time.Second,
 		}
-	case *http.Transport:
-		if t.guard != nil && (b.DialContext != nil || b.Dial != nil || b.DialTLSContext != nil || b.DialTLS != nil) {
-			t.preResolve = true
-			return b
-		}
-		tr = b.Clone()
-	default:
-		t.preResolve = t.guard != nil
-		return base
 	}
 	if t.guard != nil {
-		tr.DialContext = t.guard.dialContext(dialer)
-		if tr.Proxy != nil {
-			tr.Proxy = t.guard.proxyFunc(tr.Proxy)
-		}
+		rt, dialGuarded := t.guard.Transport(base)
+		t.preResolve = !dialGuarded
+		return rt
+	}
+	tr, ok := base.(*http.Transport)
+	if !ok {
+		return base
+	}
+	tr = tr.Clone()
+	if tr.DialContext == nil && tr.Dial == nil {
+		tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	return tr
 }
 
-type fetchPrefixRule struct {
-	prefix netip.Prefix
-	reason string
-}
+// ---- HTML to Markdown (html-to-markdown v2, after a pre-pass) ----
 
-var fetchReservedPrefixes = func() []fetchPrefixRule {
-	rules := []struct{ p, r string }{
-		{"0.0.0.0/8", "unspecified (\"this network\")"},
-		{"100.64.0.0/10", "carrier-grade NAT (shared)"},
-		{"192.0.0.0/24", "IETF protocol assignment"},
-		{"192.0.2.0/24", "documentation (TEST-NET)"},
-		{"198.18.0.0/15", "benchmarking"},
-		{"198.51.100.0/24", "documentation (TEST-NET)"},
-		{"203.0.113.0/24", "documentation (TEST-NET)"},
-		{"240.0.0.0/4", "reserved"},
-		{"::/96", "IPv4-compatible (deprecated)"},
-		{"64:ff9b:1::/48", "local-use NAT64"},
-		{"100::/64", "discard-only"},
-		{"2001::/32", "Teredo tunnel"},
-		{"2001:db8::/32", "documentation"},
-		{"fec0::/10", "site-local (deprecated)"},
-	}
-	out := make([]fetchPrefixRule, len(rules))
-	for i, r := range rules {
-		out[i] = fetchPrefixRule{netip.MustParsePrefix(r.p), r.r}
-	}
-	return out
-}()
-
-var (
-	fetchNAT64 = netip.MustParsePrefix("64:ff9b::/96")
-	fetch6to4  = netip.MustParsePrefix("2002::/16")
-	fetchMeta  = netip.MustParseAddr("169.254.169.254")
-)
-
-// fetchBlockedReason classifies an address: "" for a public one, else what
-// kind of non-public address it is. IPv4 embedded in IPv6 (mapped, NAT64,
-// 6to4) is judged by the IPv4 address it reaches.
-func fetchBlockedReason(a netip.Addr) string {
-	if !a.IsValid() {
-		return "invalid"
-	}
-	a = a.WithZone("").Unmap()
-	switch {
-	case a.IsUnspecified():
-		return "unspecified"
-	case a.IsLoopback():
-		return "loopback"
-	case a == fetchMeta:
-		return "link-local (cloud metadata service)"
-	case a.IsMulticast():
-		return "multicast"
-	case a.IsLinkLocalUnicast():
-		return "link-local"
-	case a.IsPrivate():
-		return "private"
-	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return "broadcast"
-	}
-	if a.Is6() {
-		b := a.As16()
-		if fetchNAT64.Contains(a) {
-			return fetchEmbedded(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), "NAT64")
-		}
-		if fetch6to4.Contains(a) {
-			return fetchEmbedded(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), "6to4")
-		}
-	}
-	for _, r := range fetchReservedPrefixes {
-		if r.prefix.Contains(a) {
-			return r.reason
-		}
-	}
-	return ""
-}
-
-func fetchEmbedded(v4 netip.Addr, via string) string {
-	if r := fetchBlockedReason(v4); r != "" {
-		return r + " (via " + via + " " + v4.String() + ")"
-	}
-	return ""
-}
-
-// ---- HTML to markdown-ish text ----
-
-// fetchMaxDepth bounds the converter's recursion; deeper content is kept as
-// plain text (pages nested thousands deep are generated or hostile).
-const fetchMaxDepth = 400
-
-// fetchMaxIndent is how many levels of lists and quotes are indented.
+// fetchMaxIndent is how many levels of lists and quotes are kept as such;
+// deeper ones become plain blocks, so that a hostile page cannot make
+// every line hundreds of characters of indentation.
 const fetchMaxIndent = 8
 
-// fetchHTMLToMarkdown converts an HTML document into text a model reads
-// well: the title, headings as #, paragraphs, "- " lists, [text](absolute
-// url) links, fenced code and pipe tables, without scripts, styles,
-// navigation and footers. It never fails and returns valid UTF-8.
-func fetchHTMLToMarkdown(src string, base *url.URL) string {
+// fetchConverter is configured for a model reading the text, not for a
+// Markdown renderer: no escaping of Markdown characters (a backslash
+// before every "*", "_" and "#" of the page is noise; only "|" inside
+// table cells is escaped, by fetchPrepare, because it would split the
+// cell), tables as GitHub pipe tables with minimal padding, no list-end
+// comments (fetchPrepare drops link and image titles). It is immutable once built
+// and safe for concurrent use.
+var fetchConverter = sync.OnceValue(func() *converter.Converter {
+	conv := converter.NewConverter(
+		converter.WithEscapeMode(converter.EscapeModeDisabled),
+		converter.WithPlugins(
+			base.NewBasePlugin(),
+			commonmark.NewCommonmarkPlugin(
+				commonmark.WithHorizontalRule("---"),
+				commonmark.WithListEndComment(false),
+				// A link whose target fetchPrepare removed (a fragment, a
+				// javascript: URL) or that has no text is its text alone.
+				commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
+				commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
+			),
+			table.NewTablePlugin(
+				table.WithHeaderPromotion(true),
+				table.WithSkipEmptyRows(true),
+				table.WithCellPaddingBehavior(table.CellPaddingBehaviorMinimal),
+			),
+			strikethrough.NewStrikethroughPlugin(),
+		),
+	)
+	// The base plugin writes "<" and ">" of the page's text as "&lt;" and
+	// "&gt;" (for a Markdown renderer's sake) even with escaping off. The
+	// page's own characters are put aside before and restored after it, so
+	// the model reads "<tag>" as the page shows it.
+	conv.Register.TextTransformer(func(_ converter.Context, s string) string {
+		return fetchAngleOut.Replace(s)
+	}, converter.PriorityEarly)
+	conv.Register.TextTransformer(func(_ converter.Context, s string) string {
+		return fetchAngleIn.Replace(s)
+	}, converter.PriorityLate)
+	return conv
+})
+
+var (
+	// U+E000 and U+E001 (private use) stand in for "<" and ">" between the
+	// two transformers; the page's own are replaced so they cannot turn
+	// into markup.
+	fetchAngleOut = strings.NewReplacer("\ue000", "\ufffd", "\ue001", "\ufffd", "<", "\ue000", ">", "\ue001")
+	fetchAngleIn  = strings.NewReplacer("\ue000", "<", "\ue001", ">")
+)
+
+// fetchHTMLToMarkdown converts an HTML document into Markdown a model
+// reads well: the title, headings, paragraphs, lists, absolute links, fenced
+// code and pipe tables, without scripts, styles, navigation, sidebars,
+// footers and form controls. It never fails and returns valid UTF-8.
+func fetchHTMLToMarkdown(src string, pageURL *url.URL) (out string) {
 	doc, err := html.Parse(strings.NewReader(src))
 	if err != nil {
-		// The parser gives up on pathological nesting; the text is still
-		// worth having.
+		// The parser gives up on pathological nesting (more than 512 open
+		// elements); the text is still worth having.
 		return fetchStripTags(src)
 	}
-	c := &fetchConv{base: base}
-	if b := fetchFind(doc, atom.Base); b != nil && base != nil {
+	defer func() {
+		// The page is hostile input to a third-party converter: whatever
+		// it trips, the model still gets the text.
+		if recover() != nil {
+			out = fetchStripTags(src)
+		}
+	}()
+	var b strings.Builder
+	if title := fetchCollapse(fetchTextContent(fetchFind(doc, atom.Title))); title != "" {
+		b.WriteString("Title: " + title + "\n\n")
+	}
+	fetchPrepare(doc, fetchBase(doc, pageURL))
+	md, err := fetchConverter().ConvertNode(doc)
+	if err != nil {
+		return fetchStripTags(src)
+	}
+	b.Write(fetchTidy(md))
+	return strings.ToValidUTF8(strings.TrimSpace(b.String()), "\uFFFD")
+}
+
+// fetchBase is the URL relative links resolve against: the page's, or its
+// <base href>.
+func fetchBase(doc *html.Node, pageURL *url.URL) *url.URL {
+	if pageURL == nil {
+		return nil
+	}
+	if b := fetchFind(doc, atom.Base); b != nil {
 		if href := strings.TrimSpace(fetchAttr(b, "href")); href != "" {
-			if nb, err := base.Parse(href); err == nil {
-				c.base = nb
+			if u, err := pageURL.Parse(href); err == nil {
+				return u
 			}
 		}
 	}
-	var out strings.Builder
-	if title := fetchCollapse(fetchTextContent(fetchFind(doc, atom.Title))); title != "" {
-		out.WriteString("Title: " + title + "\n\n")
+	return pageURL
+}
+
+// fetchTidy empties lines that hold only whitespace (the converter indents
+// the blank lines inside list items).
+func fetchTidy(md []byte) []byte {
+	lines := bytes.Split(md, []byte("\n"))
+	for i, l := range lines {
+		if len(bytes.TrimSpace(l)) == 0 {
+			lines[i] = nil
+		}
 	}
-	c.walk(doc, 0)
-	c.flush()
-	out.WriteString(c.out.String())
-	return strings.ToValidUTF8(strings.TrimSpace(out.String()), "\uFFFD")
+	return bytes.Join(lines, []byte("\n"))
+}
+
+// fetchDropped are the elements whose content a reader of the page does
+// not want: code, styles, navigation, sidebars, footers, embedded media and
+// form controls. A <form> itself stays: some sites (ASP.NET WebForms) wrap
+// the whole page in one.
+var fetchDropped = map[atom.Atom]bool{
+	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
+	atom.Nav: true, atom.Footer: true, atom.Aside: true,
+	atom.Iframe: true, atom.Object: true, atom.Embed: true, atom.Canvas: true,
+	atom.Audio: true, atom.Video: true, atom.Dialog: true,
+	atom.Select: true, atom.Button: true, atom.Textarea: true, atom.Input: true,
+}
+
+// fetchDroppedRoles are the ARIA landmarks of the same kinds, for sites
+// that mark a <div> as navigation rather than use <nav>.
+var fetchDroppedRoles = map[string]bool{"navigation": true, "contentinfo": true, "complementary": true}
+
+type fetchVisit struct {
+	n      *html.Node
+	indent int  // list and quote levels around n
+	inLink bool // n is inside a link
+	inCell bool // n is inside a table cell
+}
+
+// fetchPrepare edits the parsed page before conversion: it removes what
+// fetchDropped names and hidden elements, makes links and image sources
+// absolute (dropping targets a reader cannot follow), renders images inside
+// links and images without a usable source as their alt text, keeps only a
+// sane code language on <pre>, flattens lists and quotes nested deeper
+// than fetchMaxIndent, turns no-break spaces into spaces and escapes "|" in
+// table cells. The walk is iterative: a page can nest deeper than a
+// goroutine stack should recurse.
+func fetchPrepare(doc *html.Node, base *url.URL) {
+	stack := []fetchVisit{{n: doc}}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n := v.n
+		switch n.Type {
+		case html.TextNode:
+			s := strings.ReplaceAll(n.Data, "\u00a0", " ")
+			if v.inCell {
+				s = strings.ReplaceAll(s, "|", `\|`)
+			}
+			n.Data = s
+			continue
+		case html.ElementNode:
+			if fetchDrop(n) {
+				n.Parent.RemoveChild(n)
+				continue
+			}
+			if !fetchPrepareElement(n, &v, base) {
+				continue
+			}
+		case html.DocumentNode:
+		default:
+			continue
+		}
+		for ch := n.LastChild; ch != nil; ch = ch.PrevSibling {
+			stack = append(stack, fetchVisit{n: ch, indent: v.indent, inLink: v.inLink, inCell: v.inCell})
+		}
+	}
+}
+
+func fetchDrop(n *html.Node) bool {
+	return n.Namespace == "svg" || fetchDropped[n.DataAtom] ||
+		fetchHasAttr(n, "hidden") || fetchAttr(n, "aria-hidden") == "true" ||
+		fetchDroppedRoles[strings.ToLower(strings.TrimSpace(fetchAttr(n, "role")))]
+}
+
+// fetchPrepareElement edits one element and updates v for its children;
+// false means its children need no visit (it was replaced or is code).
+func fetchPrepareElement(n *html.Node, v *fetchVisit, base *url.URL) bool {
+	switch n.DataAtom {
+	case atom.Ul, atom.Ol, atom.Menu, atom.Blockquote, atom.Li:
+		if n.DataAtom != atom.Li {
+			v.indent++
+		}
+		if v.indent > fetchMaxIndent {
+			fetchRename(n, atom.Div)
+		}
+	case atom.Td, atom.Th:
+		v.inCell = true
+	case atom.A:
+		target := fetchResolve(base, strings.TrimSpace(fetchAttr(n, "href")))
+		if strings.HasPrefix(strings.TrimSpace(fetchAttr(n, "href")), "#") || v.inLink {
+			target = ""
+		}
+		fetchSetAttr(n, "href", target)
+		fetchSetAttr(n, "title", "")
+		v.inLink = true
+	case atom.Img:
+		alt := fetchCollapse(fetchAttr(n, "alt"))
+		if v.inCell {
+			alt = strings.ReplaceAll(alt, "|", `\|`)
+		}
+		src := fetchResolve(base, strings.TrimSpace(fetchAttr(n, "src")))
+		switch {
+		case alt == "":
+			n.Parent.RemoveChild(n)
+		case v.inLink || src == "" || strings.HasPrefix(src, "mailto:"):
+			n.Parent.InsertBefore(&html.Node{Type: html.TextNode, Data: alt}, n)
+			n.Parent.RemoveChild(n)
+		default:
+			n.Attr = []html.Attribute{{Key: "src", Val: src}, {Key: "alt", Val: alt}}
+		}
+		return false
+	case atom.Pre:
+		lang := fetchCodeLang(n)
+		fetchEach(n, func(x *html.Node) bool {
+			fetchSetAttr(x, "class", "")
+			return true
+		})
+		fetchSetAttr(n, "class", "")
+		if lang != "" {
+			fetchSetAttr(n, "class", "language-"+lang)
+		}
+		if v.inCell {
+			// The code's own text is the cell's: escape it too.
+			fetchEachText(n, func(t *html.Node) { t.Data = strings.ReplaceAll(t.Data, "|", `\|`) })
+		}
+		return false
+	}
+	return true
+}
+
+// fetchRename turns n into another element, keeping its children.
+func fetchRename(n *html.Node, a atom.Atom) {
+	n.DataAtom, n.Data, n.Attr = a, a.String(), nil
+}
+
+// fetchSetAttr sets (or with "" removes) an attribute.
+func fetchSetAttr(n *html.Node, key, val string) {
+	attrs := n.Attr[:0]
+	for _, a := range n.Attr {
+		if a.Namespace != "" || a.Key != key {
+			attrs = append(attrs, a)
+		}
+	}
+	if val != "" {
+		attrs = append(attrs, html.Attribute{Key: key, Val: val})
+	}
+	n.Attr = attrs
+}
+
+func fetchEachText(n *html.Node, fn func(*html.Node)) {
+	stack := []*html.Node{n}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x.Type == html.TextNode {
+			fn(x)
+		}
+		for ch := x.FirstChild; ch != nil; ch = ch.NextSibling {
+			stack = append(stack, ch)
+		}
+	}
+}
+
+// fetchResolve makes a link absolute; links a reader cannot follow
+// (javascript:, data:, unparseable) come back empty.
+func fetchResolve(base *url.URL, href string) string {
+	if href == "" {
+		return ""
+	}
+	var u *url.URL
+	var err error
+	if base != nil {
+		u, err = base.Parse(href)
+	} else {
+		u, err = url.Parse(href)
+	}
+	if err != nil {
+		return ""
+	}
+	switch u.Scheme {
+	case "http", "https", "mailto", "ftp":
+	default:
+		return ""
+	}
+	return u.String()
 }
 
 // fetchStripTags is the fallback for documents the parser rejects: the
@@ -781,310 +857,6 @@ func fetchSkipsText(tag string) bool {
 	return false
 }
 
-type fetchFrame struct {
-	quote  bool
-	marker string // list item marker ("- ", "3. ")
-	used   bool   // the marker has been written
-}
-
-type fetchConv struct {
-	base   *url.URL
-	inLink bool // images inside links render as their alt text
-	out    strings.Builder
-	para   strings.Builder // the inline text of the current block
-	space  bool            // whitespace is pending before the next word
-	lead   bool            // whitespace came before any text (for inline sub-renders)
-	frames []fetchFrame
-	items  int // how many of frames are list items
-	// forceBlank asks for a blank line before the next block even inside a
-	// list (around a top-level list).
-	forceBlank bool
-	lastCont   string // the line prefix of the last block written
-}
-
-func fetchCommonPrefix(a, b string) string {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return a[:n]
-}
-
-func (c *fetchConv) walk(n *html.Node, depth int) {
-	switch n.Type {
-	case html.TextNode:
-		c.text(n.Data)
-	case html.ElementNode:
-		c.element(n, depth)
-	case html.DocumentNode:
-		c.children(n, depth)
-	}
-}
-
-func (c *fetchConv) children(n *html.Node, depth int) {
-	if depth > fetchMaxDepth {
-		c.text(fetchTextContent(n))
-		return
-	}
-	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-		c.walk(ch, depth+1)
-	}
-}
-
-func (c *fetchConv) element(n *html.Node, depth int) {
-	if n.Namespace == "svg" || fetchHasAttr(n, "hidden") || fetchAttr(n, "aria-hidden") == "true" {
-		return
-	}
-	if n.Namespace == "math" {
-		c.text(" " + fetchTextContent(n) + " ")
-		return
-	}
-	switch n.DataAtom {
-	case atom.Script, atom.Style, atom.Noscript, atom.Nav, atom.Footer, atom.Template,
-		atom.Iframe, atom.Object, atom.Embed, atom.Canvas, atom.Head, atom.Title,
-		atom.Select, atom.Button, atom.Textarea, atom.Input, atom.Audio, atom.Video, atom.Dialog:
-		return
-	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
-		c.flush()
-		c.children(n, depth)
-		text := strings.TrimSpace(strings.ReplaceAll(c.para.String(), "\n", " "))
-		c.para.Reset()
-		c.space = false
-		if text != "" {
-			c.forceBlank = true
-			c.para.WriteString(strings.Repeat("#", int(n.Data[1]-'0')) + " " + text)
-			c.flush()
-			c.forceBlank = true
-		}
-	case atom.Br:
-		c.hardBreak()
-	case atom.Hr:
-		c.flush()
-		c.writeLines([]string{"---"})
-	case atom.Ul, atom.Ol, atom.Menu:
-		c.list(n, depth)
-	case atom.Li:
-		c.item(n, "- ", depth)
-	case atom.Blockquote:
-		c.flush()
-		c.push(fetchFrame{quote: true})
-		c.children(n, depth)
-		c.flush()
-		c.pop()
-	case atom.Pre:
-		c.pre(n)
-	case atom.Code, atom.Kbd, atom.Samp, atom.Tt:
-		c.code(n)
-	case atom.A:
-		c.link(n, depth)
-	case atom.Img:
-		c.image(n)
-	case atom.Table:
-		c.table(n, depth)
-	case atom.P, atom.Div, atom.Section, atom.Article, atom.Main, atom.Header, atom.Aside,
-		atom.Figure, atom.Figcaption, atom.Address, atom.Details, atom.Summary, atom.Dl,
-		atom.Dt, atom.Dd, atom.Fieldset, atom.Form, atom.Legend, atom.Center, atom.Hgroup,
-		atom.Caption, atom.Tr, atom.Body, atom.Html:
-		c.flush()
-		c.children(n, depth)
-		c.flush()
-	case atom.Td, atom.Th:
-		c.children(n, depth)
-		c.softSpace()
-	default:
-		c.children(n, depth)
-	}
-}
-
-func (c *fetchConv) text(s string) {
-	for _, r := range s {
-		if unicode.IsSpace(r) {
-			if c.para.Len() > 0 {
-				c.space = true
-			} else if c.out.Len() == 0 {
-				c.lead = true
-			}
-			continue
-		}
-		if c.space {
-			c.para.WriteByte(' ')
-			c.space = false
-		}
-		c.para.WriteRune(r)
-	}
-}
-
-// word writes an inline token that must not be split or collapsed.
-func (c *fetchConv) word(s string) {
-	if c.space {
-		c.para.WriteByte(' ')
-		c.space = false
-	}
-	c.para.WriteString(s)
-}
-
-func (c *fetchConv) softSpace() {
-	if c.para.Len() > 0 {
-		c.space = true
-	}
-}
-
-func (c *fetchConv) hardBreak() {
-	if c.para.Len() > 0 {
-		c.para.WriteByte('\n')
-	}
-	c.space = false
-}
-
-func (c *fetchConv) inList() bool { return c.items > 0 }
-
-func (c *fetchConv) push(f fetchFrame) {
-	c.frames = append(c.frames, f)
-	if !f.quote {
-		c.items++
-	}
-}
-
-func (c *fetchConv) pop() {
-	if !c.frames[len(c.frames)-1].quote {
-		c.items--
-	}
-	c.frames = c.frames[:len(c.frames)-1]
-}
-
-// prefix is what starts a line: quote marks, list indentation, and on the
-// first line of a block the list markers not yet written.
-// Nesting deeper than fetchMaxIndent frames is not indented further, so a
-// hostile page cannot make every line hundreds of characters long.
-func (c *fetchConv) prefix(first bool) string {
-	var b strings.Builder
-	for i := range c.frames {
-		f := &c.frames[i]
-		switch {
-		case first && !f.quote && !f.used:
-			b.WriteString(f.marker)
-			f.used = true
-		case i >= fetchMaxIndent:
-		case f.quote:
-			b.WriteString("> ")
-		default:
-			b.WriteString(strings.Repeat(" ", len(f.marker)))
-		}
-	}
-	return b.String()
-}
-
-func (c *fetchConv) flush() {
-	text := strings.TrimRight(c.para.String(), " \n")
-	c.para.Reset()
-	c.space = false
-	if strings.TrimSpace(text) == "" {
-		return
-	}
-	raw := strings.Split(text, "\n")
-	lines := raw[:0]
-	for i, l := range raw {
-		l = strings.TrimRight(l, " ")
-		if l == "" && i > 0 && raw[i-1] == "" {
-			continue
-		}
-		raw[i] = l
-		lines = append(lines, l)
-	}
-	c.writeLines(lines)
-}
-
-// writeLines writes one block, separated from the previous one by a blank
-// line (a plain newline between the items of a list).
-func (c *fetchConv) writeLines(lines []string) {
-	if c.out.Len() > 0 {
-		// The blank line carries only the quote marks both blocks share, so
-		// a quote does not start with an empty ">" line.
-		blank := strings.TrimRight(fetchCommonPrefix(c.lastCont, c.prefix(false)), " ")
-		if c.inList() && !c.forceBlank {
-			c.out.WriteByte('\n')
-		} else {
-			c.out.WriteString("\n" + blank + "\n")
-		}
-	}
-	c.forceBlank = false
-	var cont string
-	for i, l := range lines {
-		if i == 0 {
-			c.out.WriteString(c.prefix(true))
-			cont = c.prefix(false)
-			c.lastCont = cont
-		} else {
-			c.out.WriteByte('\n')
-			if l == "" {
-				c.out.WriteString(strings.TrimRight(cont, " "))
-			} else {
-				c.out.WriteString(cont)
-			}
-		}
-		c.out.WriteString(l)
-	}
-}
-
-func (c *fetchConv) list(n *html.Node, depth int) {
-	c.flush()
-	top := !c.inList()
-	if top {
-		c.forceBlank = true
-	}
-	ordered := n.DataAtom == atom.Ol
-	num := 1
-	if v, err := strconv.Atoi(strings.TrimSpace(fetchAttr(n, "start"))); err == nil && v >= 0 && v < 1e9 {
-		num = v
-	}
-	if depth > fetchMaxDepth {
-		c.text(fetchTextContent(n))
-		c.flush()
-		return
-	}
-	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-		if ch.Type == html.ElementNode && ch.DataAtom == atom.Li && ch.Namespace == "" {
-			marker := "- "
-			if ordered {
-				marker = strconv.Itoa(num) + ". "
-				num++
-			}
-			c.item(ch, marker, depth+1)
-			continue
-		}
-		c.walk(ch, depth+1)
-	}
-	c.flush()
-	if top {
-		c.forceBlank = true
-	}
-}
-
-func (c *fetchConv) item(li *html.Node, marker string, depth int) {
-	c.flush()
-	c.push(fetchFrame{marker: marker})
-	c.children(li, depth)
-	c.flush()
-	c.pop()
-}
-
-func (c *fetchConv) pre(n *html.Node) {
-	raw := strings.ReplaceAll(fetchTextContent(n), "\r", "")
-	raw = strings.TrimRight(strings.TrimLeft(raw, "\n"), " \t\n")
-	if strings.TrimSpace(raw) == "" {
-		return
-	}
-	fence := "```"
-	for strings.Contains(raw, fence) {
-		fence += "`"
-	}
-	lines := append([]string{fence + fetchCodeLang(n)}, strings.Split(raw, "\n")...)
-	lines = append(lines, fence)
-	c.flush()
-	c.writeLines(lines)
-	c.forceBlank = true
-}
-
 // fetchCodeLang finds a language in the usual class names
 // ("language-go", "lang-go", "highlight-source-go") on pre or its code.
 func fetchCodeLang(pre *html.Node) string {
@@ -1113,206 +885,6 @@ func fetchIsLang(s string) bool {
 		}
 	}
 	return len(s) <= 32
-}
-
-func (c *fetchConv) code(n *html.Node) {
-	raw := fetchTextContent(n)
-	s := fetchCollapse(raw)
-	if s == "" {
-		c.text(raw)
-		return
-	}
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	c.edgeSpace(raw, true)
-	c.word(fence + s + fence)
-	c.edgeSpace(raw, false)
-}
-
-// edgeSpace keeps the whitespace at an edge of an element rendered as one
-// token, so "see<code> x</code>" stays "see `x`".
-func (c *fetchConv) edgeSpace(raw string, leading bool) {
-	var r rune
-	if leading {
-		r, _ = utf8.DecodeRuneInString(raw)
-	} else {
-		r, _ = utf8.DecodeLastRuneInString(raw)
-	}
-	if unicode.IsSpace(r) {
-		c.softSpace()
-	}
-}
-
-// inline renders n's children on their own and returns them as one line,
-// with whether whitespace preceded and followed the text.
-func (c *fetchConv) inline(n *html.Node, depth int) (text string, lead, trail bool) {
-	sub := &fetchConv{base: c.base, inLink: c.inLink || n.DataAtom == atom.A}
-	sub.children(n, depth)
-	trail = sub.space
-	sub.flush()
-	return strings.Join(strings.Fields(sub.out.String()), " "), sub.lead, trail
-}
-
-func (c *fetchConv) link(n *html.Node, depth int) {
-	text, lead, trail := c.inline(n, depth)
-	if lead {
-		c.softSpace()
-	}
-	if text != "" {
-		href := strings.TrimSpace(fetchAttr(n, "href"))
-		if target := c.resolve(href); target != "" && !strings.HasPrefix(href, "#") && !c.inLink {
-			text = strings.NewReplacer("[", `\[`, "]", `\]`).Replace(text)
-			c.word("[" + text + "](" + target + ")")
-		} else {
-			c.word(text)
-		}
-	}
-	if trail {
-		c.softSpace()
-	}
-}
-
-func (c *fetchConv) image(n *html.Node) {
-	alt := fetchCollapse(fetchAttr(n, "alt"))
-	if alt == "" {
-		return
-	}
-	src := c.resolve(strings.TrimSpace(fetchAttr(n, "src")))
-	if c.inLink || src == "" || strings.HasPrefix(src, "mailto:") {
-		c.word(alt)
-		return
-	}
-	c.word("![" + strings.NewReplacer("[", `\[`, "]", `\]`).Replace(alt) + "](" + src + ")")
-}
-
-// resolve makes a link absolute; links a reader cannot follow
-// (javascript:, data:) come back empty.
-func (c *fetchConv) resolve(href string) string {
-	if href == "" {
-		return ""
-	}
-	var u *url.URL
-	var err error
-	if c.base != nil {
-		u, err = c.base.Parse(href)
-	} else {
-		u, err = url.Parse(href)
-	}
-	if err != nil {
-		return ""
-	}
-	switch u.Scheme {
-	case "http", "https", "mailto", "ftp":
-	default:
-		return ""
-	}
-	return strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(u.String())
-}
-
-type fetchRow struct {
-	cells  []*html.Node
-	header bool
-}
-
-func (c *fetchConv) table(n *html.Node, depth int) {
-	c.flush()
-	var rows []fetchRow
-	var caption *html.Node
-	cols, layout := 0, false
-	addRow := func(tr *html.Node, inHead bool) {
-		row := fetchRow{header: true}
-		for cell := tr.FirstChild; cell != nil; cell = cell.NextSibling {
-			if cell.Type != html.ElementNode || (cell.DataAtom != atom.Td && cell.DataAtom != atom.Th) {
-				continue
-			}
-			row.cells = append(row.cells, cell)
-			if cell.DataAtom == atom.Td && !inHead {
-				row.header = false
-			}
-			if fetchHasBlock(cell) {
-				layout = true
-			}
-		}
-		if len(row.cells) > 0 {
-			rows = append(rows, row)
-			cols = max(cols, len(row.cells))
-		}
-	}
-	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-		if ch.Type != html.ElementNode {
-			continue
-		}
-		switch ch.DataAtom {
-		case atom.Caption:
-			caption = ch
-		case atom.Tr:
-			addRow(ch, false)
-		case atom.Thead, atom.Tbody, atom.Tfoot:
-			for tr := ch.FirstChild; tr != nil; tr = tr.NextSibling {
-				if tr.Type == html.ElementNode && tr.DataAtom == atom.Tr {
-					addRow(tr, ch.DataAtom == atom.Thead)
-				}
-			}
-		}
-	}
-	if caption != nil {
-		c.children(caption, depth)
-		c.flush()
-	}
-	// Tables that lay out a page rather than hold data read better as
-	// blocks than as one enormous row.
-	if cols <= 1 || layout || depth > fetchMaxDepth {
-		for _, r := range rows {
-			for _, cell := range r.cells {
-				c.children(cell, depth+1)
-				c.flush()
-			}
-		}
-		return
-	}
-	var lines []string
-	for _, r := range rows {
-		cells := make([]string, len(r.cells))
-		empty := true
-		for i, cell := range r.cells {
-			text, _, _ := c.inline(cell, depth+1)
-			cells[i] = strings.ReplaceAll(text, "|", `\|`)
-			if text != "" {
-				empty = false
-			}
-		}
-		if empty {
-			continue
-		}
-		lines = append(lines, "| "+strings.Join(cells, " | ")+" |")
-		if len(lines) == 1 && r.header {
-			lines = append(lines, "|"+strings.Repeat(" --- |", len(cells)))
-		}
-	}
-	if len(lines) > 0 {
-		c.writeLines(lines)
-		c.forceBlank = true
-	}
-}
-
-// fetchHasBlock reports block structure inside a table cell, the mark of a
-// layout table.
-func fetchHasBlock(cell *html.Node) bool {
-	found := false
-	fetchEach(cell, func(n *html.Node) bool {
-		switch n.DataAtom {
-		case atom.Table, atom.Ul, atom.Ol, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
-			atom.Pre, atom.Blockquote, atom.Hr:
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // fetchEach visits n's element descendants depth-first without recursion

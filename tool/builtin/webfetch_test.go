@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/internal/netguard"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -133,77 +135,6 @@ func TestWebFetchRejectsBadURLs(t *testing.T) {
 	}
 }
 
-func TestFetchBlockedReason(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		addr string
-		want string // "" = allowed; else a substring of the reason
-	}{
-		{"127.0.0.1", "loopback"},
-		{"127.1.2.3", "loopback"},
-		{"::1", "loopback"},
-		{"::ffff:127.0.0.1", "loopback"},
-		{"0.0.0.0", "unspecified"},
-		{"0.1.2.3", "this network"},
-		{"::", "unspecified"},
-		{"10.0.0.1", "private"},
-		{"10.255.255.255", "private"},
-		{"172.16.0.1", "private"},
-		{"172.31.255.254", "private"},
-		{"192.168.1.1", "private"},
-		{"::ffff:192.168.1.1", "private"},
-		{"fc00::1", "private"},
-		{"fd12:3456:789a::1", "private"},
-		{"169.254.169.254", "cloud metadata"},
-		{"169.254.1.1", "link-local"},
-		{"fe80::1", "link-local"},
-		{"fe80::1%eth0", "link-local"},
-		{"100.64.0.1", "carrier-grade NAT"},
-		{"100.127.255.254", "carrier-grade NAT"},
-		{"224.0.0.1", "multicast"},
-		{"239.255.255.250", "multicast"},
-		{"ff02::1", "multicast"},
-		{"ff05::2", "multicast"},
-		{"255.255.255.255", "broadcast"},
-		{"240.0.0.1", "reserved"},
-		{"192.0.2.10", "documentation"},
-		{"198.18.0.1", "benchmarking"},
-		{"192.0.0.170", "IETF"},
-		{"64:ff9b::7f00:1", "loopback (via NAT64 127.0.0.1)"},
-		{"64:ff9b::a9fe:a9fe", "cloud metadata"},
-		{"2002:a00:1::1", "private (via 6to4 10.0.0.1)"},
-		{"2001::1", "Teredo"},
-		{"2001:db8::1", "documentation"},
-		{"fec0::1", "site-local"},
-		{"::7f00:1", "IPv4-compatible"},
-		// public addresses
-		{"8.8.8.8", ""},
-		{"1.1.1.1", ""},
-		{"93.184.215.14", ""},
-		{"100.63.255.255", ""},
-		{"100.128.0.0", ""},
-		{"172.15.255.255", ""},
-		{"172.32.0.0", ""},
-		{"169.253.255.255", ""},
-		{"2606:4700:4700::1111", ""},
-		{"2a00:1450:4001::200e", ""},
-		{"64:ff9b::808:808", ""},
-		{"2002:808:808::1", ""},
-		{"::ffff:8.8.8.8", ""},
-	} {
-		got := fetchBlockedReason(netip.MustParseAddr(tc.addr))
-		switch {
-		case tc.want == "" && got != "":
-			t.Errorf("%s: blocked as %q, want allowed", tc.addr, got)
-		case tc.want != "" && !strings.Contains(got, tc.want):
-			t.Errorf("%s: reason %q, want %q", tc.addr, got, tc.want)
-		}
-	}
-	if got := fetchBlockedReason(netip.Addr{}); got == "" {
-		t.Error("the zero Addr must be blocked")
-	}
-}
-
 func TestWebFetchGuardRefusesPrivateTargets(t *testing.T) {
 	t.Parallel()
 	srv, hits := fetchServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret") })
@@ -252,7 +183,7 @@ func TestFetchDialTimeGuard(t *testing.T) {
 			resp.Body.Close()
 			t.Fatalf("%s: dial was not refused", u)
 		}
-		var blocked *fetchBlockedError
+		var blocked *netguard.BlockedError
 		if !errors.As(err, &blocked) || blocked.Reason != "loopback" {
 			t.Errorf("%s: error %v, want a loopback refusal", u, err)
 		}
@@ -318,7 +249,7 @@ func TestWebFetchCrossHostRedirectIsReported(t *testing.T) {
 		if a == netip.MustParseAddr("127.0.0.1") {
 			return ""
 		}
-		return fetchBlockedReason(a)
+		return netguard.Classify(a)
 	}
 	ft := fetchNew(Config{}, loopbackOnly)
 	for _, tc := range []struct {
@@ -641,18 +572,18 @@ func TestFetchHTMLToMarkdown(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"title and heading", `<title> My  Page </title><h1>Hello <em>there</em></h1>`, "Title: My Page\n\n# Hello there"},
-		{"whitespace", "<p>  a \n\t b   <b> c </b>d</p>", "a b c d"},
+		{"title and heading", `<title> My  Page </title><h1>Hello <em>there</em></h1>`, "Title: My Page\n\n# Hello *there*"},
+		{"whitespace", "<p>  a \n\t b   <b> c </b>d</p>", "a b **c** d"},
 		{"paragraphs", "<p>one</p><p>two</p>", "one\n\ntwo"},
-		{"br", "<p>one<br>two<br/><br>three</p>", "one\ntwo\n\nthree"},
+		{"br", "<p>one<br>two<br/><br>three</p>", "one  \ntwo\n\nthree"},
 		{"drops", `<script>x()</script><style>p{}</style><noscript>js</noscript><nav>menu</nav><svg><text>s</text></svg><footer>foot</footer><template>t</template><p>body</p><div hidden>h</div><span aria-hidden="true">icon</span>`, "body"},
 		{"headings", "<h1>A</h1><h3>B</h3><h6>C</h6>", "# A\n\n### B\n\n###### C"},
 		{"empty heading", "<h2> </h2><p>x</p>", "x"},
 		{"list", "<ul><li>one</li><li>two</li></ul>", "- one\n- two"},
 		{"ordered", `<ol start="3"><li>c</li><li>d</li></ol>`, "3. c\n4. d"},
-		{"nested list", "<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>", "- a\n  - b\n- c"},
+		{"nested list", "<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>", "- a\n\n  - b\n- c"},
 		{"list after para", "<p>intro</p><ul><li>x</li></ul><p>after</p>", "intro\n\n- x\n\nafter"},
-		{"li paragraphs", "<ul><li><p>first</p><p>second</p></li></ul>", "- first\n  second"},
+		{"li paragraphs", "<ul><li><p>first</p><p>second</p></li></ul>", "- first\n\n  second"},
 		{"link", `<p>see <a href="/x?a=1">the docs</a>.</p>`, "see [the docs](https://example.com/x?a=1)."},
 		{"relative link", `<a href="other.html#sec">o</a>`, "[o](https://example.com/docs/other.html#sec)"},
 		{"link spaces", `<p>a<a href="/b"> b </a>c</p>`, "a [b](https://example.com/b) c"},
@@ -660,7 +591,7 @@ func TestFetchHTMLToMarkdown(t *testing.T) {
 		{"js link", `<a href="javascript:void(0)">click</a>`, "click"},
 		{"mailto", `<a href="mailto:a@b.c">mail</a>`, "[mail](mailto:a@b.c)"},
 		{"link parens", `<a href="/wiki/Go_(language)">Go</a>`, "[Go](https://example.com/wiki/Go_%28language%29)"},
-		{"link brackets", `<a href="/x">[1]</a>`, `[\[1\]](https://example.com/x)`},
+		{"link brackets", `<a href="/x">[1]</a>`, `[[1]](https://example.com/x)`},
 		{"empty link", `<p>x<a href="/y"></a>z</p>`, "xz"},
 		{"image", `<img src="/i.png" alt="A cat">`, "![A cat](https://example.com/i.png)"},
 		{"image no alt", `<p>x<img src="/i.png">y</p>`, "xy"},
@@ -674,17 +605,27 @@ func TestFetchHTMLToMarkdown(t *testing.T) {
 		{"pre lang class", `<pre class="highlight-source-python">print(1)</pre>`, "```python\nprint(1)\n```"},
 		{"pre bad lang", `<pre><code class="language-x}y">z</code></pre>`, "```\nz\n```"},
 		{"pre br", "<pre>a<br>b</pre>", "```\na\nb\n```"},
-		{"blockquote", "<p>x</p><blockquote><p>a</p><p>b</p></blockquote>", "x\n\n> a\n>\n> b"},
+		{"blockquote", "<p>x</p><blockquote><p>a</p><p>b</p></blockquote>", "x\n\n> a\n> \n> b"},
 		{"hr", "<p>a</p><hr><p>b</p>", "a\n\n---\n\nb"},
-		{"table", `<table><thead><tr><th>K</th><th>V</th></tr></thead><tbody><tr><td>a|b</td><td><a href="/v">v</a></td></tr></tbody></table>`, "| K | V |\n| --- | --- |\n| a\\|b | [v](https://example.com/v) |"},
-		{"table no header", `<table><tr><td>1</td><td>2</td></tr><tr><td></td><td></td></tr></table>`, "| 1 | 2 |"},
+		{"table", `<table><thead><tr><th>K</th><th>V</th></tr></thead><tbody><tr><td>a|b</td><td><a href="/v">v</a></td></tr></tbody></table>`, "| K | V |\n|---|---|\n| a\\|b | [v](https://example.com/v) |"},
+		{"table no header", `<table><tr><td>1</td><td>2</td></tr><tr><td></td><td></td></tr></table>`, "| 1 | 2 |\n|---|---|"},
 		{"layout table", `<table><tr><td><h2>Main</h2><p>body</p></td><td>side</td></tr></table>`, "## Main\n\nbody\n\nside"},
-		{"single column table", `<table><tr><td>only</td></tr><tr><td>cell</td></tr></table>`, "only\n\ncell"},
-		{"table caption", `<table><caption>Cap</caption><tr><th>a</th><th>b</th></tr></table>`, "Cap\n\n| a | b |\n| --- | --- |"},
+		{"single column table", `<table><tr><td>only</td></tr><tr><td>cell</td></tr></table>`, "| only |\n|---|\n| cell |"},
+		{"table caption", `<table><caption>Cap</caption><tr><th>a</th><th>b</th></tr></table>`, "| a | b |\n|---|---|\n\nCap"},
 		{"entities", "<p>&lt;tag&gt; &amp; &copy; &nbsp;x</p>", "<tag> & © x"},
 		{"math", `<p>e = <math><mi>m</mi><mi>c</mi></math></p>`, "e = mc"},
 		{"dl", "<dl><dt>term</dt><dd>def</dd></dl>", "term\n\ndef"},
 		{"buttons and forms", `<form><label>Name</label><input value="v"><button>Go</button><select><option>o</option></select></form>`, "Name"},
+		{"aside and landmarks", `<aside>related</aside><div role="navigation">menu</div><div role="contentinfo">foot</div><div role="complementary">side</div><p>body</p>`, "body"},
+		{"markdown characters are not escaped", "<p>1. not a list, * a star, _under_, # hash, [x], a_b_c</p>", "1. not a list, * a star, _under_, # hash, [x], a_b_c"},
+		{"angle brackets", "<p>if a &lt; b &amp;&amp; b &gt; c then &lt;div&gt;</p>", "if a < b && b > c then <div>"},
+		{"private use characters", "<p>\ue000script\ue001</p>", "\ufffdscript\ufffd"},
+		{"pipe in table code", "<table><tr><th>op</th><th>x</th></tr><tr><td><code>a|b</code></td><td>y</td></tr></table>", "| op | x |\n|---|---|\n| `a\\|b` | y |"},
+		{"image alt in cell", `<table><tr><th>a</th><th>b</th></tr><tr><td><img src="/i.png" alt="x|y"></td><td>z</td></tr></table>`, "| a | b |\n|---|---|\n| ![x\\|y](https://example.com/i.png) | z |"},
+		{"strikethrough", "<p>price <del>10</del> 8</p>", "price ~~10~~ 8"},
+		{"no-break spaces", "<p>a&nbsp;&nbsp;b</p>", "a b"},
+		{"link title dropped", `<a href="/x" title="tip">x</a>`, "[x](https://example.com/x)"},
+		{"pre in list", "<ul><li>run<pre>go test</pre></li></ul>", "- run\n\n  ```\n  go test\n  ```"},
 		{"plain text doc", "just text", "just text"},
 		{"empty", "", ""},
 	} {
@@ -707,6 +648,24 @@ func TestFetchHTMLDeepNesting(t *testing.T) {
 		got := fetchHTMLToMarkdown(in, nil)
 		if !strings.Contains(got, "deep") || strings.Contains(got, "<") || len(got) > 10000 {
 			t.Errorf("%.40q...: got %.200q", in, got)
+		}
+	}
+	// Nesting the parser accepts is converted, but lists and quotes deeper
+	// than fetchMaxIndent stop indenting: no line grows with the depth.
+	for _, in := range []string{
+		strings.Repeat("<ul><li>item", 120),
+		strings.Repeat("<ol><li><p>item</p>", 120),
+		strings.Repeat("<blockquote><p>quote</p>", 400),
+		strings.Repeat("<ul><li><blockquote>mixed", 100),
+	} {
+		got := fetchHTMLToMarkdown(in, nil)
+		lines := strings.Split(got, "\n")
+		longest := 0
+		for _, l := range lines {
+			longest = max(longest, len(l))
+		}
+		if longest > 80 || !strings.Contains(got, "item") && !strings.Contains(got, "quote") && !strings.Contains(got, "mixed") {
+			t.Errorf("%.40q...: longest line %d bytes: %.300q", in, longest, got)
 		}
 	}
 }
@@ -742,5 +701,50 @@ func TestFetchSize(t *testing.T) {
 		if got := fetchSize(n); got != want {
 			t.Errorf("%d: %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestWebFetchRealPage fetches a real documentation page (see
+// testdata/webfetch/README.md) the way a model would: the content comes
+// through as Markdown, the page's navigation, scripts and icons do not.
+func TestWebFetchRealPage(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("testdata/webfetch/rust-book-data-types.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := fetchServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(page)
+	})
+	res := fetchCall(t, NewWebFetch(fetchOpen()), context.Background(), map[string]any{"url": srv.URL + "/book/ch03-02-data-types.html", "prompt": "which integer types are there?"})
+	text := res.TextOf()
+	if res.IsError {
+		t.Fatalf("error: %s", text)
+	}
+	for _, want := range []string{
+		"\n\nTitle: Data Types - The Rust Programming Language\n\n",
+		"\n## Data Types\n\nEvery value in Rust is of a certain *data type*, which tells Rust",
+		"\n| Length | Signed | Unsigned |\n|---|---|---|\n| 8-bit | `i8` | `u8` |\n",
+		"\n```rust\nfn main() {\n    let x = 2.0; // f64\n",
+		"[two’s complement](https://en.wikipedia.org/wiki/Two%27s_complement)",
+		"[“Comparing the Guess to the Secret Number”](" + srv.URL + "/book/ch02-00-guessing-game-tutorial.html#comparing-the-guess-to-the-secret-number)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("result lacks %q", want)
+		}
+	}
+	for _, not := range []string{
+		"ch03-03-how-functions-work.html", // the page navigation
+		"localStorage",                    // scripts
+		"Font Awesome",                    // inline SVG icons
+		"&lt;", `\*`, `\_`, `\#`,          // escaping meant for a renderer
+	} {
+		if strings.Contains(text, not) {
+			t.Errorf("result contains %q", not)
+		}
+	}
+	if n := utf8.RuneCountInString(text); n > fetchOutputCap {
+		t.Errorf("%d characters, over the output cap", n)
 	}
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/weft-run/weft/internal/realpath"
+	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -26,9 +29,6 @@ type wsConfine struct {
 func wsFrom(cfg Config) wsConfine {
 	return wsConfine{workspace: cfg.Workspace, extra: append([]string(nil), cfg.ExtraDirs...)}
 }
-
-// wsMaxLinks bounds symlink hops, as the kernel's ELOOP limit does.
-const wsMaxLinks = 255
 
 // wsOutsideError is returned for a path that resolves outside every root.
 type wsOutsideError struct {
@@ -143,59 +143,32 @@ func (c wsConfine) resolve(p string) (string, error) {
 	return "", &wsOutsideError{Path: p, Resolved: real, Workspace: ws, Extra: extra}
 }
 
+// resolveChecked is resolve for a tool call. When the call went through
+// the policy (policy.PathChecked), its path fields hold the resolved paths
+// the rules judged (permission.ResolvedInput): such a path that resolves
+// elsewhere now had a symlink swapped into it after the check, and is
+// refused rather than followed. The tools then open the result with
+// realpath.Open or realpath.WriteAtomic, which follow no symlink, so a
+// link swapped in between this check and the open fails the call too.
+func (c wsConfine) resolveChecked(ctx context.Context, p string) (string, error) {
+	real, err := c.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	if real != p && filepath.IsAbs(p) && filepath.Clean(p) == p && policy.PathChecked(ctx) {
+		return "", fmt.Errorf("%s now resolves to %s: a symlink in it changed after the permission check, so it is not followed", p, real)
+	}
+	return real, nil
+}
+
 // wsWithin reports whether p is root or lies below it; both are clean,
 // absolute and resolved.
-func wsWithin(root, p string) bool {
-	if p == root {
-		return true
-	}
-	if root == string(filepath.Separator) {
-		return strings.HasPrefix(p, root)
-	}
-	return strings.HasPrefix(p, root+string(filepath.Separator))
-}
+func wsWithin(root, p string) bool { return realpath.Within(root, p) }
 
-// wsEval resolves every symlink in the clean absolute path p, also in a
-// tail that does not exist yet, and follows dangling symlinks by their
-// link text (creating a file through a dangling link would create its
-// target).
-func wsEval(p string) (string, error) {
-	links := 0
-	return wsEvalN(p, &links)
-}
-
-func wsEvalN(p string, links *int) (string, error) {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r, nil
-	}
-	parent := filepath.Dir(p)
-	if parent == p {
-		return p, nil
-	}
-	rp, err := wsEvalN(parent, links)
-	if err != nil {
-		return "", err
-	}
-	cand := filepath.Join(rp, filepath.Base(p))
-	fi, err := os.Lstat(cand)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		// Missing, or unreadable: the tool's own operation on cand will
-		// report the real problem.
-		return cand, nil
-	}
-	*links++
-	if *links > wsMaxLinks {
-		return "", errors.New("too many levels of symbolic links")
-	}
-	target, err := os.Readlink(cand)
-	if err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(rp, target)
-	}
-	return wsEvalN(filepath.Clean(target), links)
-}
+// wsEval resolves every symlink in the clean absolute path p (see
+// realpath.Resolve: the permission rules resolve paths the same way, so
+// what they judge is what the tools open).
+func wsEval(p string) (string, error) { return realpath.Resolve(p) }
 
 // wsSession returns the call's session; the framework always sets one,
 // but a tool run directly (tests, SDK callers) may not have.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/weft-run/weft/internal/realpath"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
 )
@@ -52,6 +53,7 @@ func (t *writeTool) Spec() tool.Spec {
 		Meta: tool.Meta{
 			Effect:     tool.EffectWrite,
 			Permission: tool.ClassFile,
+			PathArg:    "file_path",
 		},
 	}
 }
@@ -66,7 +68,7 @@ func (t *writeTool) Run(ctx context.Context, call *tool.Call) (tool.Result, erro
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tool.Errorf("invalid input: %v", err), nil
 	}
-	path, err := t.ws.resolve(in.FilePath)
+	path, err := t.ws.resolveChecked(ctx, in.FilePath)
 	if err != nil {
 		return tool.Errorf("%v", err), nil
 	}
@@ -167,40 +169,15 @@ func writeCountLines(s string) int {
 }
 
 // writeAtomic replaces path with data through a temporary file in the same
-// directory and a rename, so readers see the old or the new content, never
-// a mix, and a failed write leaves the old file intact. It returns the new
-// file's info for the session stamp.
+// directory and a rename (realpath.WriteAtomic: readers see the old or the
+// new content, a failed write leaves the old file intact, and no symlink
+// in the path is followed). It returns the new file's info for the
+// session stamp.
 func writeAtomic(path string, data []byte, perm fs.FileMode) (fs.FileInfo, error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".weft-*")
-	if err != nil {
+	if err := realpath.WriteAtomic(path, data, perm); err != nil {
 		return nil, err
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, err
-	}
-	ok = true
-	return os.Stat(path)
+	return os.Lstat(path)
 }
 
 var writeUmask = sync.OnceValue(func() fs.FileMode {
