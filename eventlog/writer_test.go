@@ -2,8 +2,11 @@ package eventlog
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/weft-run/weft/store"
 )
 
 // TestWriterIncarnation: a Writer appends to the state it was made on;
@@ -79,5 +82,32 @@ func TestWriterKeepsStateFromEviction(t *testing.T) {
 	l.sweep(clk.Now())
 	if l.state("s") != nil {
 		t.Fatal("an idle state with no Writer left was not evicted")
+	}
+}
+
+// TestWriterRedacts: appends through a Writer go through Options.Redact as
+// the Log's own do (the runtime's turns append through Writers).
+func TestWriterRedacts(t *testing.T) {
+	t.Parallel()
+	m := newMemStore("s")
+	redact := func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), "hunter2", "[SECRET]")) }
+	l := New(m, Options{Logger: quiet, Redact: redact})
+	w := l.Writer("s")
+	defer w.Close()
+	ctx := testCtx(t)
+	if _, err := w.Publish(ctx, store.Event{Type: "a", Data: []byte(`{"p":"hunter2"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.Append(ctx, store.Event{Type: "b", Data: []byte(`{"q":"hunter2"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got[0].Data) != `{"q":"[SECRET]"}` {
+		t.Fatalf("Append returned %s", got[0].Data)
+	}
+	for q := int64(1); q <= 2; q++ {
+		if d := string(m.eventAt("s", q).Data); strings.Contains(d, "hunter2") {
+			t.Fatalf("stored seq %d: %s", q, d)
+		}
 	}
 }
