@@ -68,7 +68,7 @@ func TestElicitation(t *testing.T) {
 	var got []ElicitRequest
 	var sawValue any
 	answers := map[string]ElicitResponse{
-		"accept": {Action: ActionAccept, Content: map[string]any{"name": "Ada", "age": 36}},
+		"accept":  {Action: ActionAccept, Content: map[string]any{"name": "Ada", "age": 36}},
 		"decline": {Action: ActionDecline},
 	}
 	var answer ElicitResponse
