@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -212,5 +214,39 @@ func TestPrompts(t *testing.T) {
 	}
 	if _, err := m.RunPrompt(context.Background(), `/mcp__f__nope`); !errors.Is(err, ErrNoPrompt) {
 		t.Errorf("unknown prompt: %v", err)
+	}
+}
+
+// The older HTTP+SSE transport ("type": "sse"), with configured headers
+// sent on every request.
+func TestSSETransport(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	handler := sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return featureServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := ServerConfig{Type: TypeSSE, URL: srv.URL, Headers: map[string]string{"X-Api-Key": "k-123"}}
+	m, reg := startManager(t, Options{}, Server{Name: "old", Scope: ScopeCLI, Raw: cfg, Config: cfg})
+	if st := statusOf(m, "old"); st.State != StateConnected || st.Transport != TypeSSE {
+		t.Fatalf("status = %+v", st)
+	}
+	if res := call(t, reg, "mcp__old__structured", `{}`); res.TextOf() != `{"sum":3}` {
+		t.Errorf("call over SSE = %q", res.TextOf())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range seen {
+		if !strings.HasSuffix(s, " k-123") {
+			t.Errorf("a request without the configured header: %q", s)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("requests = %q", seen)
 	}
 }

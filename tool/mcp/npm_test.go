@@ -22,7 +22,7 @@ import (
 // `go test ./...` skips these tests.
 const npmEnv = "WEFT_MCP_NODE_MODULES"
 
-func npmBin(t *testing.T, name string) string {
+func npmBin(t testing.TB, name string) string {
 	t.Helper()
 	dir := os.Getenv(npmEnv)
 	if dir == "" {

@@ -114,7 +114,7 @@ func runStdioTestServer() int {
 
 // stdioServer is the configuration of the re-executed test binary as a
 // stdio server.
-func stdioServer(t *testing.T, name, state string, env map[string]string) Server {
+func stdioServer(t testing.TB, name, state string, env map[string]string) Server {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
