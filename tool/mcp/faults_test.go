@@ -474,3 +474,35 @@ func TestAnnotationsMapToMeta(t *testing.T) {
 		}
 	}
 }
+
+// Close while servers are still connecting returns, stops them and leaves
+// no tools behind.
+func TestCloseDuringStart(t *testing.T) {
+	t.Parallel()
+	for i, delay := range []time.Duration{0, 5 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond} {
+		state := t.TempDir()
+		reg := &tool.Registry{}
+		m := NewManager(reg, Options{Workspace: t.TempDir()})
+		started := make(chan struct{})
+		go func() {
+			defer close(started)
+			_ = m.Start(context.Background(), []Server{stdioServer(t, "t", state, nil)})
+		}()
+		time.Sleep(delay)
+		closed := make(chan struct{})
+		go func() { m.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Close did not return", i)
+		}
+		<-started
+		if hasTool(reg, "mcp__t__echo") {
+			t.Errorf("round %d: tools left after Close", i)
+		}
+		for _, p := range readLines(t, filepath.Join(state, "pids")) {
+			pid, _ := strconv.Atoi(p)
+			eventually(t, "the server process to be gone", func() bool { return !isAlive(pid) })
+		}
+	}
+}

@@ -159,6 +159,9 @@ func (m *Manager) Start(ctx context.Context, servers []Server) error {
 	}
 	addBuiltins := !m.builtins && len(m.servers) > 0
 	m.builtins = m.builtins || addBuiltins
+	// Added under the lock that Close takes before it waits: an Add
+	// racing a Wait at zero is a misuse of WaitGroup.
+	m.wg.Add(2 * len(started))
 	m.mu.Unlock()
 	if addBuiltins {
 		m.regMu.Lock()
@@ -172,7 +175,6 @@ func (m *Manager) Start(ctx context.Context, servers []Server) error {
 	firsts := make([]chan struct{}, len(started))
 	for i, s := range started {
 		firsts[i] = make(chan struct{})
-		m.wg.Add(2)
 		go func() { defer m.wg.Done(); s.run(firsts[i]) }()
 		go func() { defer m.wg.Done(); s.refresher() }()
 	}
@@ -462,6 +464,15 @@ func (s *server) attach(sess *sdk.ClientSession, cancel context.CancelFunc) erro
 		return err
 	}
 	s.mu.Lock()
+	if s.m.ctx.Err() != nil {
+		// Close ran while this connection was being set up: shutdown saw
+		// no session to close, so this one must not become current (run
+		// would wait on it forever).
+		s.mu.Unlock()
+		_ = sess.Close()
+		cancel()
+		return errors.New("mcp: manager closed")
+	}
 	s.sess, s.cancelSes = sess, cancel
 	s.state, s.err = StateConnected, nil
 	s.retryAt = time.Time{}
