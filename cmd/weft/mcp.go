@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -164,7 +166,11 @@ func mcpStart(env environ, st *mcpSetup, reg *tool.Registry, extraDirs, toolEnv 
 	for _, s := range st.servers {
 		d := st.decide(s)
 		if d.Approval == mcp.Pending && lines != nil {
-			d = askProjectServer(context.Background(), st, s, lines, env.stderr)
+			// The command's context does not reach here: Ctrl-C must still
+			// end the question (as "skip"), not leave it waiting.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			d = askProjectServer(ctx, st, s, lines, env.stderr)
+			stop()
 		}
 		switch d.Approval {
 		case mcp.Approved:

@@ -356,3 +356,37 @@ func TestAskProjectServer(t *testing.T) {
 		}
 	}
 }
+
+// weft tools lists the MCP servers' tools with their schemas.
+func TestToolsListsMCPTools(t *testing.T) {
+	t.Parallel()
+	url := mcpTestServer(t)
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{"s": map[string]any{"type": "http", "url": url}}})
+	out, errOut, err := run(t, map[string]string{"HOME": t.TempDir()}, "", "tools", "--json", "--mcp-config", cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var got struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			ReadOnly    bool            `json:"read_only"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range got.Tools {
+		if tl.Name == "mcp__s__echo" {
+			found = true
+			if !tl.ReadOnly || !strings.Contains(string(tl.InputSchema), `"text"`) {
+				t.Errorf("mcp__s__echo = %+v", tl)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("mcp__s__echo not listed:\n%s", out)
+	}
+}
