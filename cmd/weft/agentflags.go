@@ -23,6 +23,7 @@ import (
 	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 // agentFlags are shared by run and chat.
@@ -37,6 +38,10 @@ type agentFlags struct {
 	permissionMode string
 	yes            bool
 	policyFlags
+	mcp mcpFlags
+	// mcpServers is set by build when MCP servers are connected (chat's
+	// /mcp__server__prompt commands use it).
+	mcpServers *mcp.Manager
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -50,6 +55,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.permissionMode, "permission-mode", "", "default (ask before anything that is not read-only) | plan (read-only tools only) | auto (file edits in the workspace run, shell asks) | bypass (ask nothing) (default: $WEFT_PERMISSION_MODE or default)")
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
+	a.mcp.register(f)
 }
 
 const defaultSystem = `You are weft, a coding agent working in the user's workspace through tools.
@@ -125,6 +131,22 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		closeAll()
 		return nil, nil, err
 	}
+	ap := newApprover(lines, out)
+	mcpSetup, err := loadMCP(env, ws, bp.sources, a.mcp)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	servers, err := mcpStart(env, mcpSetup, reg, bp.pol.ExtraDirs, bp.toolEnv(), set, lines, ap, log)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if servers != nil {
+		closeRest := closeAll
+		closeAll = func() error { _ = servers.Close(); return closeRest() }
+		a.mcpServers = servers
+	}
 	system := a.system
 	if system == "" {
 		system = defaultSystem + "\nThe workspace is " + ws + "."
@@ -132,7 +154,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	ag, err := agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
-		Policy: bp.pol, Approve: newApprover(lines, out).approve, Logger: log,
+		Policy: bp.pol, Approve: ap.approve, Logger: log,
 	})
 	if err != nil {
 		closeAll()

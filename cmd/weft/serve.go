@@ -59,6 +59,7 @@ type serveFlags struct {
 	logLevel       string
 	memory         bool
 	policyFlags
+	mcp mcpFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -129,6 +130,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
+	f.mcp.register(fs)
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 }
 
@@ -449,6 +451,20 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	toolCfg.Background = bg.Tasks
 	if err := tools.Replace(builtin.NewBash(toolCfg)); err != nil {
 		return err
+	}
+	// MCP servers' tools join the registry every front door uses. No
+	// terminal: unapproved project servers are skipped, and elicitations
+	// are declined until the HTTP API answers them (docs/mcp.md).
+	mcpSetup, err := loadMCP(env, ws, bp.sources, f.mcp)
+	if err != nil {
+		return err
+	}
+	mcpServers, err := mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log)
+	if err != nil {
+		return err
+	}
+	if mcpServers != nil {
+		defer mcpServers.Close() // after the shutdown below: turns may still call them until then
 	}
 	stopBackground := func(ctx context.Context) {
 		if err := bg.Close(ctx); err != nil {
