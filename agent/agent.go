@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
 )
@@ -55,6 +56,15 @@ type Config struct {
 	Checkpoint policy.Checkpoint
 	// Retry bounds retries of failed model calls.
 	Retry RetryPolicy
+	// Observer receives what the engine does, for monitoring (package
+	// observe): model calls, retries, tool calls, permission decisions,
+	// guardrail refusals, run ends; metrics and spans when it takes them.
+	// nil means observe.Noop, which costs nothing. The loop guards
+	// themselves are configured in Policy.Guardrails.
+	Observer observe.Observer
+	// StrictMode turns the engine's silent repairs into panics, for tests;
+	// nil (production) repairs.
+	StrictMode *StrictMode
 	// OnPromptTooLong is asked for a shorter history when the provider
 	// says the prompt is over the model's context window; the call is then
 	// sent once more with it. nil (or a false answer) ends the turn with
@@ -108,6 +118,7 @@ type Agent struct {
 	info llm.ModelInfo
 	log  *slog.Logger
 	pol  *policy.Policy
+	obs  observe.Parts
 }
 
 // New validates cfg.
@@ -140,6 +151,7 @@ func New(cfg Config) (*Agent, error) {
 		pol.Logger = a.log
 	}
 	a.pol = &pol
+	a.obs = observe.Resolve(cfg.Observer)
 	if cfg.ModelInfo != nil {
 		a.info = *cfg.ModelInfo
 	} else {
