@@ -331,7 +331,9 @@ func (r *run) observeGuardrail(c llm.Block, v policy.Verdict) bool {
 func (r *run) observeBreaker(action string, rounds int) {
 	o := r.a.obs
 	if o.Metrics != nil {
-		r.safely(func() { o.Metrics.Metric(observe.MetricCircuitBreaker, 1, map[string]string{observe.TagAction: action}) })
+		r.safely(func() {
+			o.Metrics.Metric(observe.MetricCircuitBreaker, 1, map[string]string{observe.TagAction: action})
+		})
 	}
 	if o.Events != nil {
 		data := map[string]any{"rule": observe.RuleFailedRounds, "action": action, "count": rounds}
