@@ -290,6 +290,12 @@ func (r *run) toolSpan(ctx context.Context, c llm.Block, spec tool.Spec) (contex
 	if t == nil {
 		return ctx, noSpanEnd
 	}
+	return r.toolSpanOn(ctx, t, c, spec)
+}
+
+// toolSpanOn is toolSpan with a tracer. (Apart, so that the closure's
+// capture of ctx does not cost toolSpan an allocation when nothing traces.)
+func (r *run) toolSpanOn(ctx context.Context, t observe.TraceObserver, c llm.Block, spec tool.Spec) (context.Context, func(*tool.Result)) {
 	attrs := map[string]any{observe.AttrOperationName: observe.SpanExecuteTool, observe.AttrToolName: toolTag(spec),
 		observe.AttrToolCallID: c.ToolUseID, observe.AttrToolType: "function"}
 	if spec.Description != "" {

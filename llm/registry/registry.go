@@ -336,6 +336,21 @@ func (r *Registry) KeyHealth(provider string) []llm.KeyHealth {
 	return s.ep.Keys.Health()
 }
 
+// KeyStatus reports provider's key pool (keys masked, usable count, when
+// the first cooling key is back): the data of GET /v1/keys. ok is false
+// when the provider has no pool (fewer than two keys) or is unknown.
+func (r *Registry) KeyStatus(provider string) (st llm.PoolStatus, ok bool) {
+	s, err := r.slot(provider)
+	if err != nil {
+		return st, false
+	}
+	defer s.mu.Unlock()
+	if s.ep.Keys.Len() == 0 {
+		return st, false
+	}
+	return s.ep.Keys.Status(), true
+}
+
 // endpoint turns an effective configuration into the endpoint every build
 // of the provider shares, key pool included.
 func (r *Registry) endpoint(pc ProviderConfig) llm.Endpoint {

@@ -526,6 +526,14 @@ func TestKeyHealth(t *testing.T) {
 	if h := r.KeyHealth("openai"); h[0].State != llm.KeyDead || h[0].Uses != 1 {
 		t.Fatalf("after a 401, KeyHealth = %+v", h)
 	}
+	// KeyStatus, the data of GET /v1/keys: the same pool, masked.
+	st, ok := r.KeyStatus("openai")
+	if !ok || st.Usable != 1 || st.Keys[0].ID != "key-1" || st.Keys[0].State != llm.KeyDead || st.Keys[1].Key != "sk-p...2222" {
+		t.Fatalf("KeyStatus = %+v, %v", st, ok)
+	}
+	if _, ok := r.KeyStatus("anthropic"); ok {
+		t.Fatal("a single key has no pool, but KeyStatus reported one")
+	}
 }
 
 // TestEndToEnd resolves specs against the loopback fakes of the real wire
