@@ -155,8 +155,12 @@ func (r *run) attempt(req *llm.Request, n int) (llm.Result, bool) {
 	if o.Metrics != nil {
 		r.safely(func() {
 			m := o.Metrics
+			outcome := status
+			if !completed {
+				outcome = nonEmptyString(category, status) // rate_limit says more than timeout
+			}
 			m.Metric(observe.MetricModelDuration, took.Seconds(), map[string]string{
-				observe.TagModel: model, observe.TagProvider: r.a.cfg.Provider.Name(), observe.TagOutcome: status})
+				observe.TagModel: model, observe.TagProvider: r.a.cfg.Provider.Name(), observe.TagOutcome: outcome})
 			if !completed {
 				return
 			}

@@ -185,24 +185,3 @@ func TestKeyPoolFailover(t *testing.T) {
 		})
 	}
 }
-
-// TestNoopObserverIsFree: with no observer the engine's reports build
-// nothing; the run's allocations are the same as with an explicit Noop.
-func TestNoopObserverIsFree(t *testing.T) {
-	allocs := func(obs observe.Observer) float64 {
-		p := llmtest.NewScripted("scripted")
-		info := llm.ModelInfo{ID: "m", MaxOutputTokens: 100}
-		a := mustAgent(t, agent.Config{Provider: p, Model: "m", ModelInfo: &info, Observer: obs})
-		return testing.AllocsPerRun(50, func() {
-			p.Push(llmtest.Text("ok"))
-			for range a.NewSession().Run(context.Background(), "hi") {
-			}
-		})
-	}
-	if n, m := allocs(nil), allocs(observe.Noop{}); n != m {
-		t.Fatalf("allocations per run: %v without an observer, %v with Noop", n, m)
-	}
-	if n, m := allocs(nil), allocs(&recObserver{}); m <= n {
-		t.Fatalf("an observer that records costs nothing? %v vs %v", n, m)
-	}
-}

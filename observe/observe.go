@@ -112,7 +112,7 @@ const RuleFailedRounds = "failed_rounds"
 // seconds.
 const (
 	MetricTurns               = "weft.turns"                // counter; model
-	MetricModelDuration       = "weft.model.duration"       // seconds per attempt; model, provider, outcome (llm.Status)
+	MetricModelDuration       = "weft.model.duration"       // seconds per attempt; model, provider, outcome (completed, or the failure's llm.Category, else its llm.Status)
 	MetricModelTokens         = "weft.model.tokens"         // counter; model, type (input, output, cache_read, cache_write)
 	MetricModelCost           = "weft.model.cost_usd"       // counter in USD; model
 	MetricRetries             = "weft.model.retries"        // counter; model, category, failover ("true", "false")
