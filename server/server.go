@@ -87,6 +87,9 @@ type Config struct {
 	// slog.Default().
 	Logger  *slog.Logger
 	Version string
+	// Metrics, when set, is served at GET /metrics, behind the same
+	// authentication as the API (weft serve --metrics: Prometheus).
+	Metrics http.Handler
 }
 
 // DefaultRateLimit is requests per minute per client IP.
@@ -163,6 +166,9 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	s.registerRunRoutes(mux)
 	s.registerTaskRoutes(mux)
 	s.mux = mux

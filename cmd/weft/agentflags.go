@@ -151,10 +151,17 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if system == "" {
 		system = defaultSystem + "\nThe workspace is " + ws + "."
 	}
+	obs, closeObs, err := cliObserver(env)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closeRest := closeAll
+	closeAll = func() error { return errors.Join(closeRest(), closeObs()) }
 	ag, err := agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
-		Policy: bp.pol, Approve: ap.approve, Logger: log,
+		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
 	})
 	if err != nil {
 		closeAll()

@@ -23,6 +23,7 @@ import (
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
 	"github.com/weft-run/weft/memory"
+	"github.com/weft-run/weft/observe/promobs"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/runtime"
@@ -58,6 +59,7 @@ type serveFlags struct {
 	maxTurns       int
 	logLevel       string
 	memory         bool
+	metrics        bool
 	policyFlags
 	mcp mcpFlags
 }
@@ -131,6 +133,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
 	f.mcp.register(fs)
+	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 }
 
@@ -474,7 +477,15 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			log.Warn("runs did not stop in time", "error", err)
 		}
 	}
-	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken,
+	var metrics http.Handler
+	if f.metrics {
+		m, err := promobs.New(nil)
+		if err != nil {
+			return err
+		}
+		metrics = m.Handler()
+	}
+	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken, Metrics: metrics,
 		CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
 		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version()})
 
