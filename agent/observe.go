@@ -41,7 +41,7 @@ func (r *run) begin() {
 	// run's, with a tracker of their own or none.
 	r.polCtx = r.ctx
 	if !r.a.pol.Guardrails.Disabled {
-		r.polCtx = policy.WithLoopTracker(r.ctx, policy.NewLoopTracker())
+		r.polCtx = policy.WithLoopTracker(r.ctx, &r.loops)
 	}
 }
 

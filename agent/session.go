@@ -163,6 +163,7 @@ type run struct {
 	// polCtx is ctx with the run's policy.LoopTracker, for the policy's
 	// Before and After (begin).
 	polCtx     context.Context
+	loops      policy.LoopTracker // the guardrails' memory of this run
 	breaker    breaker
 	started    time.Time
 	stopReason string        // done's

@@ -450,10 +450,9 @@ func canonObject(dst, in []byte, depth int) (out, rest []byte, ok bool) {
 // records the call's outcome after it; both find it in the context
 // (WithLoopTracker), where the agent puts one per run. A call checked
 // without one is never refused. It is safe for concurrent use: calls of
-// one round finish in parallel.
+// one round finish in parallel. The zero value is ready to use.
 type LoopTracker struct {
 	mu        sync.Mutex
-	seed      maphash.Seed
 	callFails map[Signature]int
 	toolFails map[string]int
 	results   map[Signature]resultRun
@@ -467,7 +466,11 @@ type resultRun struct {
 }
 
 // NewLoopTracker returns an empty tracker.
-func NewLoopTracker() *LoopTracker { return &LoopTracker{seed: maphash.MakeSeed()} }
+func NewLoopTracker() *LoopTracker { return &LoopTracker{} }
+
+// resultSeed keys the result digests. A digest is compared only with
+// another of the same process, so one seed serves every tracker.
+var resultSeed = maphash.MakeSeed()
 
 type loopKey struct{}
 
@@ -572,7 +575,7 @@ func (t *LoopTracker) Record(tool string, input json.RawMessage, readOnly bool, 
 // be large, and this runs for every read-only call.
 func (t *LoopTracker) resultHash(content []llm.Block) uint64 {
 	var h maphash.Hash
-	h.SetSeed(t.seed)
+	h.SetSeed(resultSeed)
 	for _, b := range content {
 		h.WriteString(string(b.Type))
 		h.WriteByte(0)
