@@ -155,7 +155,7 @@ export class EventStream {
 
   private backoff(): number {
     const min = this.opts.minDelayMs ?? 250
-    const max = this.opts.maxDelayMs ?? 10_000
+    const max = this.opts.maxDelayMs ?? 5_000
     const base = Math.min(max, min * 2 ** Math.min(this.attempt, 16))
     const r = (this.opts.random ?? Math.random)()
     // Full jitter in the upper half, so many tabs do not reconnect in step.

@@ -1,1 +1,0 @@
-import{d as s,u as t,c as n,a as e,t as o,b as c,o as r}from"./index-CtjKT7jX.js";const _={class:"page"},i={class:"page-head"},h=s({__name:"AuditView",setup(d){const{t:a}=t();return(p,u)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(a)("nav.audit")),1)])]))}});export{h as default};

@@ -1,1 +1,0 @@
-import{d as s,u as t,c as n,a as e,t as o,b as c,o as r}from"./index-CtjKT7jX.js";const _={class:"page"},p={class:"page-head"},u=s({__name:"ChatView",setup(i){const{t:a}=t();return(l,d)=>(r(),n("section",_,[e("header",p,[e("h1",null,o(c(a)("nav.chat")),1)])]))}});export{u as default};

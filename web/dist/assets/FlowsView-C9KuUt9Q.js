@@ -1,1 +1,0 @@
-import{d as a,u as n,c,a as e,t,b as o,o as l}from"./index-CtjKT7jX.js";const _={class:"page"},r={class:"page-head"},i={class:"muted"},f=a({__name:"FlowsView",setup(p){const{t:s}=n();return(d,u)=>(l(),c("section",_,[e("header",r,[e("h1",null,t(o(s)("flows.title")),1)]),e("p",i,t(o(s)("flows.coming")),1)]))}});export{f as default};

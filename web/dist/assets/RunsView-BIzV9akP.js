@@ -1,1 +1,0 @@
-import{d as a,u as t,c as n,a as e,t as o,b as c,o as r}from"./index-CtjKT7jX.js";const _={class:"page"},p={class:"page-head"},h=a({__name:"RunsView",setup(u){const{t:s}=t();return(i,l)=>(r(),n("section",_,[e("header",p,[e("h1",null,o(c(s)("nav.runs")),1)])]))}});export{h as default};

@@ -1,1 +1,0 @@
-import{d as t,u as a,c as n,a as e,t as o,b as c,o as r}from"./index-CtjKT7jX.js";const _={class:"page"},i={class:"page-head"},h=t({__name:"SettingsView",setup(p){const{t:s}=a();return(l,d)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(s)("nav.settings")),1)])]))}});export{h as default};

@@ -1,1 +1,0 @@
-import{d as a,u as t,c as n,a as e,t as o,b as c,o as r}from"./index-CtjKT7jX.js";const _={class:"page"},p={class:"page-head"},h=a({__name:"TasksView",setup(i){const{t:s}=t();return(l,d)=>(r(),n("section",_,[e("header",p,[e("h1",null,o(c(s)("nav.tasks")),1)])]))}});export{h as default};

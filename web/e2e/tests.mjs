@@ -1,0 +1,108 @@
+// The end-to-end scenarios (run by run.mjs). Each gets the environment:
+// base (the UI's origin, through the proxy), fake (push model answers),
+// proxy (dropAll), restartWeft, newPage, api, sessionEvents, assert.
+
+import path from 'node:path'
+import { repoDir } from './harness.mjs'
+
+const shots = process.env.E2E_SCREENSHOTS ? path.join(repoDir, 'docs', 'ui') : ''
+
+async function shot(page, name) {
+  if (!shots) return
+  await page.waitForTimeout(150)
+  await page.screenshot({ path: path.join(shots, `${name}.png`) })
+}
+
+async function newChat(env, page) {
+  await page.goto(env.base + '/chat')
+  await page.click('[data-test=new-session]')
+  await page.waitForURL(/\/chat\/.+/)
+  return decodeURIComponent(new URL(page.url()).pathname.split('/').pop())
+}
+
+async function sendMessage(page, msg) {
+  await page.fill('[data-test=composer]', msg)
+  await page.click('[data-test=send]')
+}
+
+/** The assistant's text as the page shows it (all text items joined). */
+async function shownText(page) {
+  return (await page.locator('[data-test=assistant-text]').allInnerTexts()).join('\n')
+}
+
+export const tests = [
+  ['chat: a tool call that needs permission, allowed from the card', async (env) => {
+    const { assert } = env
+    await env.fake.push(
+      env.tool('toolu_1', 'Bash', { command: 'echo hello-from-bash', description: 'say hello' }),
+      env.text(['The command ', 'printed ', '**hello-from-bash**.']),
+    )
+    const page = await env.newPage()
+    const id = await newChat(env, page)
+    await sendMessage(page, 'run echo for me')
+    const card = page.locator('[data-test=tool-card][data-tool=Bash]')
+    await card.locator('[data-test=permission-card][data-status=pending]').waitFor()
+    await shot(page, 'chat-permission')
+    await card.locator('[data-test=perm-allow]').click()
+    await card.locator('[data-test=permission-card][data-status=allowed]').waitFor()
+    await page.locator('[data-test=tool-card][data-status=done]').waitFor()
+    await page.getByText('The command printed').waitFor()
+    // The tool really ran, and its output is on the card.
+    await card.locator('.tool-head').click()
+    await card.getByText('hello-from-bash').first().waitFor()
+    // The user's message shows once (on message_consumed), not twice.
+    assert.equal(await page.locator('[data-test=user-message]').count(), 1)
+    assert.equal(await page.locator('[data-test=user-message]').innerText(), 'run echo for me')
+    // Tokens from turn_end: 100+120 in, 20+30 out.
+    await page.locator('[data-test=usage]', { hasText: '220 in · 50 out' }).waitFor()
+    const evs = await env.sessionEvents(env.base, id)
+    const result = evs.find((e) => e.type === 'tool_result')
+    assert.ok(result && !result.data.is_error && result.data.output.includes('hello-from-bash'), JSON.stringify(result))
+    await shot(page, 'chat')
+    assert.deepEqual(page.errors, [])
+    await page.context().close()
+  }],
+
+  ['chat: a dropped connection and a server restart mid-stream lose and duplicate nothing', async (env) => {
+    const { assert } = env
+    const words = Array.from({ length: 60 }, (_, i) => `w${String(i).padStart(2, '0')} `)
+    await env.fake.push(env.text(words, { Delay: env.ms(60) }))
+    const page = await env.newPage()
+    const id = await newChat(env, page)
+    await sendMessage(page, 'count slowly')
+    const other = await env.newPage() // a second tab on the same session
+    await other.goto(`${env.base}/chat/${encodeURIComponent(id)}`)
+    await page.getByText('w05').waitFor()
+    // 1. Drop every connection (the browser's streams included) mid-stream.
+    assert.ok(env.proxy.dropAll() > 0)
+    await page.getByText('w15').waitFor()
+    // 2. Restart the server mid-stream: a graceful stop cancels the turn
+    //    (its done event is stored); the UI reconnects to the new process.
+    await env.restartWeft('SIGTERM')
+    const evs = await env.sessionEvents(env.base, id)
+    assert.equal(evs.at(-1).type, 'done')
+    assert.equal(evs.at(-1).data.stop_reason, 'cancelled')
+    await page.locator('[data-test=notice]', { hasText: 'Stopped' }).waitFor({ timeout: 30000 })
+    const want = evs.filter((e) => e.type === 'text_delta').map((e) => e.data.text).join('')
+    const final = evs.filter((e) => e.type === 'text').map((e) => e.data.text).join('')
+    assert.ok(want.length > 0 && want.startsWith('w00 w01'), `stored text: ${want}`)
+    for (const p of [page, other]) {
+      await p.waitForFunction((n) => Number(document.querySelector('[data-test=messages]')?.dataset.lastSeq) >= n, evs.at(-1).seq)
+      const shown = (await shownText(p)).replace(/\s+/g, ' ').trim()
+      assert.equal(shown, (final || want).replace(/\s+/g, ' ').trim(), 'shown text differs from the stored events')
+      for (const w of words) {
+        const n = shown.split(w.trim()).length - 1
+        assert.ok(n <= 1, `${w} shown ${n} times`)
+      }
+    }
+    // 3. The session goes on after the restart.
+    await env.fake.push(env.text(['after ', 'the ', 'restart']))
+    await sendMessage(page, 'still there?')
+    await page.getByText('after the restart').waitFor()
+    await other.getByText('after the restart').waitFor()
+    assert.equal(await page.locator('[data-test=user-message]').count(), 2)
+    assert.equal(await other.locator('[data-test=user-message]').count(), 2)
+    await page.context().close()
+    await other.context().close()
+  }],
+]
