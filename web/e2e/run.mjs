@@ -12,6 +12,7 @@ import {
   tempDir, text, tool,
 } from './harness.mjs'
 import { tests } from './tests.mjs'
+import { flowTests } from './flows.mjs'
 
 const only = process.env.E2E_ONLY ?? ''
 const started = Date.now()
@@ -63,8 +64,14 @@ const env = {
 
 let passed = 0
 let failed = 0
-for (const [name, fn] of tests) {
+let skipped = 0
+for (const [name, fn, opts] of [...tests, ...flowTests]) {
   if (only && !name.includes(only)) continue
+  if (opts?.skip) {
+    skipped++
+    console.log(`skip ${name}: ${opts.skip}`)
+    continue
+  }
   const t0 = Date.now()
   try {
     await fn(env)
@@ -87,6 +94,6 @@ await proxy.close()
 await weft.stop()
 fake.stop()
 removeDir(dir)
-console.log(`e2e: ${passed} passed, ${failed} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`)
+console.log(`e2e: ${passed} passed, ${failed} failed, ${skipped} skipped (${((Date.now() - started) / 1000).toFixed(1)} s)`)
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(failed ? 1 : 0)
