@@ -14,6 +14,8 @@ export interface FlowTemplate {
   description: { en: string; zh: string }
   inputSchema: Record<string, unknown>
   plan: Plan
+  /** The steps' descriptions in Chinese (the plan's are English). */
+  zh: Record<string, string>
   /** Sticky notes: text by language, placed relative to the laid-out steps. */
   notes?: { en: string; zh: string; x: number; y: number }[]
 }
@@ -21,6 +23,7 @@ export interface FlowTemplate {
 export const templates: FlowTemplate[] = [
   {
     id: 'find-todos',
+    zh: { find: '查找标记', report: '写入报告' },
     title: { en: 'Find TODOs and write a report', zh: '查找 TODO 并写成报告' },
     description: {
       en: 'Grep the workspace for a marker, then write every match into a Markdown report (the write waits for approval).',
@@ -47,6 +50,7 @@ export const templates: FlowTemplate[] = [
   },
   {
     id: 'survey-code',
+    zh: { files: '列出文件', count: '统计匹配', summary: '写入摘要' },
     title: { en: 'Survey a codebase', zh: '代码库概览' },
     description: {
       en: 'List the files of a kind and count the lines matching a pattern in parallel, then write both into one summary.',
@@ -75,6 +79,7 @@ export const templates: FlowTemplate[] = [
   },
   {
     id: 'fetch-notes',
+    zh: { page: '抓取网页', notes: '保存笔记' },
     title: { en: 'Fetch a page into notes', zh: '抓取网页并记笔记' },
     description: {
       en: 'Fetch a web page as text with a question in mind, and keep it as a notes file with its source.',
@@ -101,6 +106,7 @@ export const templates: FlowTemplate[] = [
   },
   {
     id: 'log-errors',
+    zh: { match: '查找这些行', save: '保存结果' },
     title: { en: 'Pull errors out of a log file', zh: '从日志文件中提取错误' },
     description: {
       en: 'Pick a log file when you run it; the matching lines of the chosen level are written to a file next to your workspace.',
@@ -127,6 +133,7 @@ export const templates: FlowTemplate[] = [
   },
   {
     id: 'run-tests',
+    zh: { tests: '运行测试', log: '保存日志' },
     title: { en: 'Run the tests and keep the log', zh: '运行测试并保存日志' },
     description: {
       en: 'Run a test command (you approve it first), then save the end of its output as a log file.',
@@ -152,6 +159,9 @@ export const templates: FlowTemplate[] = [
 /** templateGraph lays out a template's canvas, with its notes in the given language. */
 export function templateGraph(t: FlowTemplate, lang: 'en' | 'zh'): Graph {
   const g = graphFromPlan(t.plan)
+  if (lang === 'zh') {
+    for (const n of g.nodes) if (n.type === 'step' && t.zh[n.data.stepId]) n.data = { ...n.data, description: t.zh[n.data.stepId] }
+  }
   for (const n of t.notes ?? []) {
     g.nodes.push({ id: newId('note'), type: 'note', position: { x: 80 + n.x, y: 80 + n.y }, data: { text: n[lang] } })
   }
