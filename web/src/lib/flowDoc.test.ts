@@ -137,6 +137,24 @@ describe('FlowDoc undo/redo', () => {
     expect(doc.snapshot()).toBe(before)
   })
 
+  it('a rename through another step\'s id does not take over that step\'s references', () => {
+    const doc = new FlowDoc()
+    const a = doc.addStep('Grep', { x: 0, y: 0 })
+    const b = doc.addStep('Read', { x: 300, y: 0 })
+    const c = doc.addStep('Write', { x: 600, y: 0 })
+    doc.updateStep(c.id, { args: { content: '{{steps.grep.result}} {{steps.read.result}}' } })
+    // "read" becomes "grep" (taken: the compiler reports the duplicate), then "grep-x".
+    doc.updateStep(b.id, { stepId: 'grep' }, 'stepId')
+    doc.updateStep(b.id, { stepId: 'grep-x' }, 'stepId')
+    // The references to the other "grep" are still its own.
+    expect((doc.node(c.id) as any).data.args.content).toBe('{{steps.grep.result}} {{steps.read.result}}')
+    expect((doc.node(a.id) as any).data.stepId).toBe('grep')
+    // A rename between free ids rewrites.
+    doc.updateStep(b.id, { stepId: 'read' }, 'stepId')
+    doc.updateStep(b.id, { stepId: 'load' }, 'stepId')
+    expect((doc.node(c.id) as any).data.args.content).toBe('{{steps.grep.result}} {{steps.load.result}}')
+  })
+
   it('duplicates nodes with fresh step ids and the edges between them', () => {
     const doc = new FlowDoc()
     const a = doc.addStep('Grep', { x: 0, y: 0 })

@@ -168,7 +168,10 @@ export class FlowDoc {
       const old = n.data.stepId
       const data = { ...n.data, ...patch }
       this.nodes = this.nodes.map((x) => (x.id === id ? ({ ...x, data } as CanvasNode) : x))
-      if (patch.stepId !== undefined && patch.stepId !== old && old) {
+      // Only a rename from a unique id to a free one is a rename: while the
+      // id collides with another step's, references to it are that step's too.
+      const others = this.stepIds(id)
+      if (patch.stepId !== undefined && patch.stepId !== old && old && !others.has(old) && !others.has(patch.stepId)) {
         this.nodes = this.nodes.map((x) =>
           x.type === 'step' && x.id !== id
             ? ({ ...x, data: { ...x.data, args: rewriteStepRefs(x.data.args, old, patch.stepId!) as Record<string, unknown> } } as CanvasNode)
