@@ -87,6 +87,15 @@ const en = {
     guard: {
       leave: 'This flow has unsaved changes. Leave and lose them?', deleteDirty: 'Delete the flow "{name}" and lose the unsaved changes too?',
     },
+    server: {
+      missing: 'Fill in the required inputs: {names}.', missingInput: 'The input {name} is required.',
+      inputType: 'The input {name} must be {want}, not {got}.', nameRequired: 'The flow needs a name.',
+      nameTooLong: 'The name is {n} characters long; at most {max} are allowed.',
+      conflict: 'Someone saved this flow in the meantime (revision {rev}; yours was based on {mine}).',
+      notPublished: 'The flow is not published: publish it first.', notFound: 'The flow no longer exists.',
+      requiredUndeclared: 'The input schema requires {name} but does not declare it.', schemaBroken: 'The input schema is not valid JSON Schema: {error}',
+      unknownDependency: 'It depends on a step that does not exist ({id}).',
+    },
     problem: {
       empty: 'The flow has no steps.', tooMany: 'The flow has {count} steps; at most {limit} are allowed.', noTool: 'The step has no tool.',
       unknownTool: 'The server has no tool {tool}.', idEmpty: 'The step needs an id.', idChars: 'The id {id} may only use letters, digits, _ and -.',
@@ -181,6 +190,15 @@ const zh: typeof en = {
     },
     guard: {
       leave: '此流程有未保存的修改。离开并丢弃它们吗？', deleteDirty: '删除流程「{name}」，并丢弃未保存的修改？',
+    },
+    server: {
+      missing: '请填写必填输入：{names}。', missingInput: '输入 {name} 为必填。',
+      inputType: '输入 {name} 必须是 {want}，而不是 {got}。', nameRequired: '流程需要一个名称。',
+      nameTooLong: '名称长 {n} 个字符，最多允许 {max} 个。',
+      conflict: '有人在此期间保存了这个流程（修订 {rev}；你的修改基于 {mine}）。',
+      notPublished: '流程尚未发布：请先发布。', notFound: '该流程已不存在。',
+      requiredUndeclared: '输入 Schema 要求 {name}，但没有声明它。', schemaBroken: '输入 Schema 不是有效的 JSON Schema：{error}',
+      unknownDependency: '它依赖一个不存在的步骤（{id}）。',
     },
     problem: {
       empty: '流程没有步骤。', tooMany: '流程有 {count} 个步骤，最多允许 {limit} 个。', noTool: '此步骤没有工具。',
