@@ -3,6 +3,7 @@
 // proxy (dropAll), restartWeft, newPage, api, sessionEvents, assert.
 
 import path from 'node:path'
+import { writeFileSync } from 'node:fs'
 import { repoDir } from './harness.mjs'
 
 const shots = process.env.E2E_SCREENSHOTS ? path.join(repoDir, 'docs', 'ui') : ''
@@ -104,5 +105,56 @@ export const tests = [
     assert.equal(await other.locator('[data-test=user-message]').count(), 2)
     await page.context().close()
     await other.context().close()
+  }],
+
+  ['runs: a plan drafted from a goal, edited as JSON, approved, run', async (env) => {
+    const { assert } = env
+    writeFileSync(path.join(env.dir, 'ws', 'notes.md'), 'TODO: write the docs\n')
+    writeFileSync(path.join(env.dir, 'ws', 'a.txt'), 'nothing\n')
+    const plan = {
+      steps: [
+        { id: 'find', description: 'Find the TODOs', tool: 'Grep', args: { pattern: 'TODO' } },
+        { id: 'list', description: 'List the text files', tool: 'Glob', args: { pattern: '*.txt' }, dependsOn: ['find'] },
+      ],
+    }
+    const json = JSON.stringify(plan)
+    const chunks = []
+    for (let i = 0; i < json.length; i += 12) chunks.push(json.slice(i, i + 12))
+    await env.fake.push(env.text(['Here is the plan:\n```json\n', ...chunks, '\n```'], { Delay: env.ms(15) }))
+    const page = await env.newPage()
+    await page.goto(env.base + '/runs')
+    await page.fill('[data-test=goal]', 'Find the TODOs and list the text files')
+    await page.click('[data-test=start-run]')
+    await page.waitForURL(/\/runs\/.+/)
+    const runId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop())
+    try {
+      await page.locator('[data-test=plan-gate]').waitFor()
+    } catch (e) {
+      await page.screenshot({ path: path.join(repoDir, 'web', 'e2e', 'out', 'fail-runs.png') })
+      console.log(JSON.stringify(await env.api('GET', `/v1/runs/${runId}`)).slice(0, 2000))
+      throw e
+    }
+    await page.locator('[data-test=plan-graph] [data-step=list]').waitFor()
+    await shot(page, 'runs-plan-review')
+    // Edit: the second step lists Markdown files instead.
+    await page.click('[data-test=edit-plan]')
+    const edited = JSON.parse(await page.inputValue('[data-test=plan-json]'))
+    assert.equal(edited.steps.length, 2)
+    edited.steps[1].args.pattern = '*.md'
+    await page.fill('[data-test=plan-json]', JSON.stringify(edited, null, 2))
+    await page.click('[data-test=approve-plan]')
+    await page.locator('[data-test=run-panel][data-status=completed]').waitFor()
+    await page.locator('[data-test=steps] [data-step=list][data-status=completed]').waitFor()
+    await page.locator('[data-test=steps] [data-step=find][data-status=completed]').waitFor()
+    // The results are there, collapsed; the edited step ran with *.md.
+    await page.locator('[data-test=steps] [data-step=list] [data-test=step-result] summary').click()
+    await page.locator('[data-test=steps] [data-step=list] [data-test=step-result]', { hasText: 'notes.md' }).waitFor()
+    const detail = await env.api('GET', `/v1/runs/${runId}`)
+    assert.equal(detail.status, 'completed')
+    assert.equal(detail.plan.steps[1].args.pattern, '*.md')
+    await page.locator('[data-test=run-list] [data-run="' + runId + '"]').waitFor()
+    await shot(page, 'runs')
+    assert.deepEqual(page.errors, [])
+    await page.context().close()
   }],
 ]

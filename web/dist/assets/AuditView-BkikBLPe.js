@@ -1,1 +1,0 @@
-import{d as s,f as t,b as n,e,h as o,u as c,a as r}from"./index-CibQUf0M.js";const _={class:"page"},i={class:"page-head"},h=s({__name:"AuditView",setup(d){const{t:a}=t();return(p,u)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(a)("nav.audit")),1)])]))}});export{h as default};

@@ -1,1 +1,0 @@
-import{d as o,f as n,b as c,e,h as t,u as a,a as l}from"./index-CibQUf0M.js";const _={class:"page"},r={class:"page-head"},i={class:"muted"},h=o({__name:"FlowsView",setup(p){const{t:s}=n();return(d,u)=>(l(),c("section",_,[e("header",r,[e("h1",null,t(a(s)("flows.title")),1)]),e("p",i,t(a(s)("flows.coming")),1)]))}});export{h as default};

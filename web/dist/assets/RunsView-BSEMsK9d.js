@@ -1,1 +1,0 @@
-import{d as a,f as n,b as t,e,h as o,u as c,a as r}from"./index-CibQUf0M.js";const _={class:"page"},p={class:"page-head"},h=a({__name:"RunsView",setup(u){const{t:s}=n();return(i,l)=>(r(),t("section",_,[e("header",p,[e("h1",null,o(c(s)("nav.runs")),1)])]))}});export{h as default};

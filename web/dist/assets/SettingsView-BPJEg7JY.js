@@ -1,1 +1,0 @@
-import{d as t,f as a,b as n,e,h as o,u as c,a as r}from"./index-CibQUf0M.js";const _={class:"page"},i={class:"page-head"},h=t({__name:"SettingsView",setup(p){const{t:s}=a();return(l,d)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(s)("nav.settings")),1)])]))}});export{h as default};

@@ -1,1 +1,0 @@
-import{d as a,f as t,b as n,e,h as o,u as c,a as r}from"./index-CibQUf0M.js";const _={class:"page"},p={class:"page-head"},h=a({__name:"TasksView",setup(i){const{t:s}=t();return(l,d)=>(r(),n("section",_,[e("header",p,[e("h1",null,o(c(s)("nav.tasks")),1)])]))}});export{h as default};
