@@ -46,7 +46,9 @@ const env = {
     page.setDefaultTimeout(15000)
     const errors = []
     page.on('pageerror', (e) => errors.push(String(e)))
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()) })
+    // Failed requests the UI handles (a refused rule, a stream cut on
+    // purpose) are logged by the browser too: they are not page errors.
+    page.on('console', (m) => { if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text()) })
     page.errors = errors
     return page
   },

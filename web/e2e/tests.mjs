@@ -157,4 +157,61 @@ export const tests = [
     assert.deepEqual(page.errors, [])
     await page.context().close()
   }],
+
+  ['tasks, schedules, settings and audit pages show the API\'s state', async (env) => {
+    const { assert } = env
+    writeFileSync(path.join(env.dir, 'ws', 'notes.md'), 'TODO: write the docs\n')
+    const wf = await env.api('POST', '/v1/workflows', {
+      name: 'list markdown', published: true,
+      inputSchema: { type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'] },
+      plan: { steps: [{ id: 'ls', tool: 'Glob', args: { pattern: '{{inputs.pattern}}' } }] },
+    })
+    const sched = await env.api('POST', '/v1/schedules', { workflowId: wf.id, inputs: { pattern: '*.md' }, intervalSeconds: 3600, runImmediately: true })
+    const page = await env.newPage()
+    await page.goto(env.base + '/tasks')
+    await page.locator(`[data-test=schedules] [data-schedule="${sched.id}"]`).waitFor()
+    const row = page.locator('[data-test=tasks] tbody tr[data-task]').first()
+    await row.waitFor()
+    // The task finishes; refresh shows it completed, with its output.
+    for (let i = 0; i < 20 && !(await row.innerText()).includes('completed'); i++) {
+      await page.waitForTimeout(250)
+      await page.getByRole('button', { name: 'Refresh' }).click()
+    }
+    assert.match(await row.innerText(), /completed/)
+    await row.getByRole('button', { name: 'Output' }).click()
+    await page.getByText('notes.md').first().waitFor()
+    await shot(page, 'tasks')
+
+    // Settings: rules one per line, validated by the API.
+    await page.goto(env.base + '/settings')
+    await page.fill('[data-test=perm-allow-rules]', 'Bash(git status)\nRead(./docs/**)')
+    await page.click('[data-test=perm-save]')
+    await page.locator('[data-test=perm-saved]').waitFor()
+    const perms = await env.api('GET', '/v1/settings/permissions')
+    assert.deepEqual(perms.permissions.allow, ['Bash(git status)', 'Read(./docs/**)'])
+    await page.fill('[data-test=perm-deny-rules]', 'Bash(rm')
+    await page.click('[data-test=perm-save]')
+    await page.locator('[data-test=perm-error]').waitFor()
+    assert.match(await page.locator('[data-test=perm-error]').innerText(), /Invalid request/)
+    await page.fill('[data-test=perm-deny-rules]', '')
+    await page.click('[data-test=perm-save]')
+    await page.locator('[data-test=perm-saved]').waitFor()
+    await shot(page, 'settings')
+
+    // Audit: the task's Glob call is there (and the chat test's Bash, when it ran).
+    await page.goto(env.base + '/audit')
+    await page.locator('[data-test=audit] tbody tr', { hasText: 'Glob' }).first().waitFor()
+    await page.selectOption('[data-test=audit-outcome]', 'allowed')
+    assert.ok(await page.locator('[data-test=audit] tbody tr').count() > 0)
+    await shot(page, 'audit')
+
+    // The UI in Chinese.
+    await page.goto(env.base + '/runs')
+    await page.selectOption('.locale', 'zh')
+    await page.getByText('起草计划').waitFor()
+    await shot(page, 'runs-zh')
+    await page.selectOption('.locale', 'en')
+    assert.deepEqual(page.errors, [])
+    await page.context().close()
+  }],
 ]

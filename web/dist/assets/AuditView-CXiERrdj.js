@@ -1,1 +1,0 @@
-import{d as s,e as t,b as n,i as e,f as o,u as c,a as r}from"./index-BHxBNDwI.js";const i={class:"page"},_={class:"page-head"},f=s({__name:"AuditView",setup(d){const{t:a}=t();return(p,u)=>(r(),n("section",i,[e("header",_,[e("h1",null,o(c(a)("nav.audit")),1)])]))}});export{f as default};

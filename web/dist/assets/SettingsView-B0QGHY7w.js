@@ -1,1 +1,0 @@
-import{d as t,e as a,b as n,i as e,f as o,u as c,a as r}from"./index-BHxBNDwI.js";const i={class:"page"},_={class:"page-head"},f=t({__name:"SettingsView",setup(p){const{t:s}=a();return(l,d)=>(r(),n("section",i,[e("header",_,[e("h1",null,o(c(s)("nav.settings")),1)])]))}});export{f as default};

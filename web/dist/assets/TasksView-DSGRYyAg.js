@@ -1,1 +1,0 @@
-import{d as a,e as t,b as n,i as e,f as o,u as c,a as r}from"./index-BHxBNDwI.js";const _={class:"page"},i={class:"page-head"},f=a({__name:"TasksView",setup(p){const{t:s}=t();return(l,d)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(s)("nav.tasks")),1)])]))}});export{f as default};
