@@ -20,7 +20,7 @@ buildBinaries()
 const dir = tempDir()
 const fake = await startFake()
 const port = await freePort()
-let weft = await startWeft({ port, dir, modelURL: fake.url, extraArgs: ['--ui-dir', path.join(repoDir, 'web', 'dist')] })
+let weft = await startWeft({ port, dir, modelURL: fake.url, })
 const proxy = await startProxy(port)
 const base = `http://127.0.0.1:${proxy.port}`
 const { browser, close } = await launchBrowser()
@@ -32,13 +32,13 @@ const env = {
   /** Restarts weft behind the proxy (same port, same database). */
   async restartWeft(signal = 'SIGTERM') {
     await weft.stop(signal)
-    weft = await startWeft({ port, dir, modelURL: fake.url, extraArgs: ['--ui-dir', path.join(repoDir, 'web', 'dist')] })
+    weft = await startWeft({ port, dir, modelURL: fake.url, })
   },
   async stopWeft(signal = 'SIGTERM') {
     await weft.stop(signal)
   },
   async startWeftAgain() {
-    weft = await startWeft({ port, dir, modelURL: fake.url, extraArgs: ['--ui-dir', path.join(repoDir, 'web', 'dist')] })
+    weft = await startWeft({ port, dir, modelURL: fake.url, })
   },
   async newPage() {
     const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' })

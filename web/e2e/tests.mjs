@@ -214,4 +214,81 @@ export const tests = [
     assert.deepEqual(page.errors, [])
     await page.context().close()
   }],
+
+  ['bench: first load size, and a 5,000-event session rendered in under a second', async (env) => {
+    const { assert } = env
+    // Build the session through the API: turns of streamed Markdown, every
+    // fifth with a tool call, until it holds 5,000 events.
+    const { session_id: id } = await env.api('POST', '/v1/sessions', {})
+    const md = (n) => [`## Part ${n}\n\n`, ...Array.from({ length: 52 }, (_, i) => `word${i} `), '\n\n```go\nfunc main() { fmt.Println("hi") }\n```\n']
+    let last = 0
+    for (let n = 0; last < 5000; n++) {
+      if (n % 5 === 0) await env.fake.push(env.tool(`toolu_b${n}`, 'Glob', { pattern: '*.md' }))
+      await env.fake.push(env.text(md(n)))
+      const res = await fetch(`${env.base}/v1/sessions/${id}/messages`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ prompt: `part ${n}` }),
+      })
+      await res.text() // the turn's stream, to its done
+      last = (await env.api('GET', `/v1/sessions/${id}`)).last_seq
+    }
+    assert.ok(last >= 5000)
+    const cold = []
+    const open = []
+    let firstLoad = 0
+    for (let i = 0; i < 3; i++) {
+      const page = await env.newPage()
+      const sizes = []
+      page.on('requestfinished', async (req) => {
+        if (new URL(req.url()).pathname.startsWith('/v1/')) return
+        sizes.push((await req.sizes()).responseBodySize)
+      })
+      // The moment the whole session is on screen: the list shows rows and
+      // says it holds the last event. A MutationObserver notes it as it
+      // happens (performance.now() counts from the navigation's start).
+      await page.addInitScript((n) => {
+        new MutationObserver((_, obs) => {
+          const el = document.querySelector('[data-test=messages]')
+          if (el && Number(el.dataset.lastSeq) >= n && el.querySelector('[data-kind]')) {
+            window.__rendered = performance.now()
+            obs.disconnect()
+          }
+        }).observe(document, { subtree: true, childList: true, attributes: true })
+      }, last)
+      // Cold: a new tab, nothing cached, straight to the session's URL.
+      await page.goto(`${env.base}/chat/${id}`)
+      await page.waitForFunction(() => window.__rendered !== undefined)
+      cold.push(await page.evaluate(() => window.__rendered))
+      if (i === 0) {
+        firstLoad = sizes.reduce((a, b) => a + b, 0)
+        await page.waitForTimeout(200)
+        await shot(page, 'chat-5000-events')
+      }
+      // Only the visible rows are in the DOM.
+      assert.ok(await page.locator('[data-test=messages] [data-kind]').count() < 200)
+      // Opening it from the app (another session open before): click to
+      // everything drawn.
+      await page.goto(`${env.base}/chat`)
+      await page.locator(`[data-session="${id}"]`).waitFor()
+      open.push(await page.evaluate(([n, sid]) => new Promise((resolve) => {
+        const t0 = performance.now()
+        new MutationObserver((_, obs) => {
+          const el = document.querySelector('[data-test=messages]')
+          if (el && Number(el.dataset.lastSeq) >= n && el.querySelector('[data-kind]')) {
+            obs.disconnect()
+            resolve(performance.now() - t0)
+          }
+        }).observe(document, { subtree: true, childList: true, attributes: true })
+        document.querySelector(`[data-session="${sid}"]`).click()
+      }), [last, id]))
+      await page.context().close()
+    }
+    const med = (a) => [...a].sort((x, y) => x - y)[1]
+    env.figures.sessionEvents = last
+    env.figures.coldFirstRenderMs = cold.map(Math.round)
+    env.figures.openFirstRenderMs = open.map(Math.round)
+    env.figures.firstLoadTransferredBytes = firstLoad
+    console.log(`  ${last} events: opened in the app ${open.map(Math.round).join(', ')} ms; cold tab ${cold.map(Math.round).join(', ')} ms; first load ${(firstLoad / 1024).toFixed(1)} KB transferred`)
+    assert.ok(med(open) < 1000, `median render of an opened session ${med(open)} ms, want < 1000`)
+    assert.ok(firstLoad < 400 * 1024, `first load ${firstLoad} bytes`)
+  }],
 ]
