@@ -40,6 +40,13 @@ const env = {
   async startWeftAgain() {
     weft = await startWeft({ port, dir, modelURL: fake.url, })
   },
+  /** Another weft serve, with a token, on its own port and database. */
+  async startTokenWeft(token) {
+    const d = tempDir()
+    const p = await freePort()
+    const w = await startWeft({ port: p, dir: d, modelURL: fake.url, token })
+    return { base: `http://127.0.0.1:${p}`, async stop() { await w.stop(); removeDir(d) } }
+  },
   async newPage() {
     const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' })
     const page = await ctx.newPage()

@@ -291,4 +291,41 @@ export const tests = [
     assert.ok(med(open) < 1000, `median render of an opened session ${med(open)} ms, want < 1000`)
     assert.ok(firstLoad < 400 * 1024, `first load ${firstLoad} bytes`)
   }],
+
+  ['auth: the UI asks for the token once, keeps it for the tab, and streams with it', async (env) => {
+    const { assert } = env
+    const token = 'e2e-token-0123456789abcdef0123'
+    const srv = await env.startTokenWeft(token)
+    try {
+      const page = await env.newPage()
+      const urls = []
+      page.on('request', (r) => urls.push(r.url()))
+      await page.goto(srv.base + '/chat')
+      await page.locator('[data-test=token-dialog]').waitFor()
+      await page.fill('[data-test=token-dialog] input', 'wrong-token-wrong-token')
+      await page.click('[data-test=token-dialog] button[type=submit]')
+      await page.locator('[data-test=token-dialog] .error-text').waitFor()
+      await page.fill('[data-test=token-dialog] input', token)
+      await page.click('[data-test=token-dialog] button[type=submit]')
+      await page.waitForLoadState('load')
+      await page.locator('[data-test=new-session]').waitFor()
+      assert.equal(await page.locator('[data-test=token-dialog]').count(), 0)
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('weft.token')), token)
+      await env.fake.push(env.text(['authorized ', 'stream']))
+      await page.click('[data-test=new-session]')
+      await page.waitForURL(/\/chat\/.+/)
+      await sendMessage(page, 'hello')
+      await page.getByText('authorized stream').waitFor()
+      // The token went in headers, never in a URL.
+      assert.ok(urls.some((u) => u.includes('/events')))
+      assert.ok(!urls.some((u) => u.includes(token)), 'the token appeared in a URL')
+      // A reload in the same tab does not ask again.
+      await page.reload()
+      await page.getByText('authorized stream').waitFor()
+      assert.equal(await page.locator('[data-test=token-dialog]').count(), 0)
+      await page.context().close()
+    } finally {
+      await srv.stop()
+    }
+  }],
 ]
