@@ -328,4 +328,79 @@ export const tests = [
       await srv.stop()
     }
   }],
+
+  ['chat: always allow adds a session rule; queued messages wait, and stop drops them', async (env) => {
+    const { assert } = env
+    await env.fake.push(
+      env.tool('toolu_a1', 'Bash', { command: 'echo always-ok' }),
+      env.text(['ran it']),
+    )
+    const page = await env.newPage()
+    const id = await newChat(env, page)
+    await sendMessage(page, 'run it, and from now on without asking')
+    await page.locator('[data-test=perm-always]').click()
+    await page.locator('[data-test=tool-card][data-status=done]').waitFor()
+    await page.getByText('ran it').waitFor()
+    const perms = await env.api('GET', `/v1/sessions/${id}/permissions`)
+    assert.deepEqual(perms.permissions.allow, ['Bash(echo always-ok)'])
+    // The rule answers the same call next time: no card.
+    await env.fake.push(env.tool('toolu_a2', 'Bash', { command: 'echo always-ok' }), env.text(['again without asking']))
+    await sendMessage(page, 'again')
+    await page.getByText('again without asking').waitFor()
+    assert.equal(await page.locator('[data-test=permission-card]').count(), 1)
+
+    // A slow answer; two more messages sent meanwhile wait as queued and
+    // are not in the conversation (seed 002) until consumed.
+    const words = Array.from({ length: 80 }, (_, i) => `s${i} `)
+    await env.fake.push(env.text(words, { Delay: env.ms(50) }), env.text(['second answer']))
+    await sendMessage(page, 'slow one')
+    await page.getByText('s3').waitFor()
+    await sendMessage(page, 'queued two')
+    await page.locator('[data-test=queued]', { hasText: 'queued two' }).waitFor()
+    assert.equal(await page.locator('[data-test=user-message]', { hasText: 'queued two' }).count(), 0)
+    await shot(page, 'chat-queued')
+    // Stop: the running turn is cancelled and the queued message dropped.
+    await page.click('[data-test=stop]')
+    await page.locator('[data-test=notice]', { hasText: 'not sent' }).waitFor()
+    await page.locator('[data-test=notice]', { hasText: 'Stopped' }).waitFor()
+    assert.equal(await page.locator('[data-test=queued]').count(), 0)
+    assert.equal(await page.locator('[data-test=user-message]', { hasText: 'queued two' }).count(), 0)
+    // The unused script is consumed by the next message.
+    await sendMessage(page, 'next')
+    await page.getByText('second answer').waitFor()
+    assert.deepEqual(page.errors, [])
+    await page.context().close()
+  }],
+
+  ['runs: a step that needs approval shows its rendered arguments and waits', async (env) => {
+    const { assert } = env
+    const run = await env.api('POST', '/v1/runs', {
+      goal: 'greet after a search',
+      config: { autoApprove: true },
+      workflow: {
+        steps: [
+          { id: 'find', tool: 'Glob', args: { pattern: '*.md' } },
+          { id: 'greet', tool: 'Bash', args: { command: 'echo found {{steps.find.result}}' }, dependsOn: ['find'], requiresApproval: true },
+        ],
+      },
+    })
+    // The server's rules before: answering from the card must not change them.
+    const before = await env.api('GET', '/v1/settings/permissions')
+    const page = await env.newPage()
+    await page.goto(`${env.base}/runs/${run.runId}`)
+    const gate = page.locator('[data-test=steps] [data-step=greet] [data-test=step-gate]')
+    await gate.waitFor()
+    // The arguments as the step will run them: the placeholder is filled in.
+    await gate.getByText('echo found').waitFor()
+    assert.ok(!(await gate.innerText()).includes('{{steps.find.result}}'))
+    await shot(page, 'runs-step-approval')
+    await gate.locator('[data-test=approve-step]').click()
+    // The policy then asks about the Bash call itself: allowed from its card.
+    await page.locator('[data-test=perm-allow]').click()
+    await page.locator('[data-test=run-panel][data-status=completed]').waitFor()
+    await page.locator('[data-test=steps] [data-step=greet][data-status=completed]').waitFor()
+    assert.deepEqual((await env.api('GET', '/v1/settings/permissions')).permissions, before.permissions)
+    assert.deepEqual(page.errors, [])
+    await page.context().close()
+  }],
 ]
