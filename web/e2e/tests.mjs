@@ -403,4 +403,30 @@ export const tests = [
     assert.deepEqual(page.errors, [])
     await page.context().close()
   }],
+
+  ['runs: a read-only batch of two goals', async (env) => {
+    const { assert } = env
+    const plan = JSON.stringify({ steps: [{ id: 'ls', tool: 'Glob', args: { pattern: '*.md' } }] })
+    // Both runs plan at once: the same answer for each keeps it deterministic.
+    await env.fake.push(env.text([plan]), env.text([plan]))
+    const page = await env.newPage()
+    await page.goto(env.base + '/runs')
+    await page.locator('label', { hasText: 'Batch' }).locator('input').check()
+    await page.locator('label', { hasText: 'read-only tools only' }).locator('input').check()
+    await page.locator('label', { hasText: 'run without plan review' }).locator('input').check()
+    await page.fill('[data-test=goal]', 'list the markdown files\nlist them again')
+    await page.click('[data-test=start-run]')
+    await page.waitForURL(/\/runs\/.+/)
+    await page.locator('[data-test=run-panel][data-status=completed]').waitFor()
+    const first = decodeURIComponent(new URL(page.url()).pathname.split('/').pop())
+    const detail = await env.api('GET', `/v1/runs/${first}`)
+    assert.ok(detail.batchId, 'the run has no batchId')
+    const runs = (await env.api('GET', '/v1/runs?limit=50')).runs.filter((r) => r.batchId === detail.batchId)
+    assert.equal(runs.length, 2)
+    assert.equal(detail.config.capabilityMode, 'read-only')
+    await page.locator('[data-test=run-list] .list-item', { hasText: 'list them again' }).click()
+    await page.locator('[data-test=run-panel][data-status=completed]').waitFor()
+    assert.deepEqual(page.errors, [])
+    await page.context().close()
+  }],
 ]
