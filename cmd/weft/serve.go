@@ -31,6 +31,7 @@ import (
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/web"
 )
 
 // serveShutdownTimeout bounds a graceful shutdown: turns get this long to
@@ -58,6 +59,8 @@ type serveFlags struct {
 	maxTurns       int
 	logLevel       string
 	memory         bool
+	noUI           bool
+	uiDir          string
 	policyFlags
 	mcp mcpFlags
 }
@@ -132,6 +135,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
 	f.mcp.register(fs)
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
+	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
+	fs.StringVar(&f.uiDir, "ui-dir", "", "serve the web UI from this directory (a development build, e.g. web/dist) instead of the embedded one")
 }
 
 // envName is the environment variable of a flag.
@@ -474,9 +479,14 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			log.Warn("runs did not stop in time", "error", err)
 		}
 	}
+	ui, err := f.ui()
+	if err != nil {
+		stopBackground(base)
+		return err
+	}
 	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken,
 		CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
-		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version()})
+		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version(), UI: ui})
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -501,6 +511,9 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	if f.bearerToken != "" && len(f.bearerToken) < minTokenLen {
 		fmt.Fprintf(env.stderr, "weft serve: warning: the bearer token is shorter than %d characters: use a long random one (openssl rand -hex 32)\n", minTokenLen)
+	}
+	if ui != nil {
+		fmt.Fprintf(env.stderr, "weft serve: web UI at http://%s/\n", ln.Addr())
 	}
 	// Last: scripts (and the tests) take this line as "ready".
 	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), f.db, ws)
@@ -544,6 +557,20 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	fmt.Fprintln(env.stderr, "weft serve: stopped")
 	return nil
+}
+
+// ui is the web UI handler: the embedded build, a directory's (--ui-dir),
+// or none (--no-ui).
+func (f *serveFlags) ui() (http.Handler, error) {
+	switch {
+	case f.noUI && f.uiDir != "":
+		return nil, errors.New("--no-ui and --ui-dir contradict each other: pick one")
+	case f.noUI:
+		return nil, nil
+	case f.uiDir != "":
+		return web.DirHandler(f.uiDir)
+	}
+	return web.Handler(), nil
 }
 
 // minTokenLen: shorter bearer tokens get a warning. The rate limit does

@@ -1,0 +1,1 @@
+import{d as o,e as n,b as c,i as e,f as t,u as a,a as l}from"./index-YUhHpKag.js";const _={class:"page"},i={class:"page-head"},r={class:"muted"},m=o({__name:"FlowsView",setup(p){const{t:s}=n();return(d,u)=>(l(),c("section",_,[e("header",i,[e("h1",null,t(a(s)("flows.title")),1)]),e("p",r,t(a(s)("flows.coming")),1)]))}});export{m as default};
