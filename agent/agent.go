@@ -55,13 +55,25 @@ type Config struct {
 	Checkpoint policy.Checkpoint
 	// Retry bounds retries of failed model calls.
 	Retry RetryPolicy
+	// OnPromptTooLong is asked for a shorter history when the provider
+	// says the prompt is over the model's context window; the call is then
+	// sent once more with it. nil (or a false answer) ends the turn with
+	// an error naming the token gap when the provider gave one. It is the
+	// seam where compaction plugs in.
+	OnPromptTooLong func(ctx context.Context, p PromptTooLong) (messages []llm.Message, ok bool)
+	// PromptCache is passed to every model call as llm.Request.Cache: the
+	// zero value lets providers cache the prompt prefix (Anthropic cache
+	// breakpoints, OpenAI's prompt_cache_key); llm.CacheOff turns that off.
+	PromptCache llm.CacheMode
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// RetryPolicy bounds retries of a model call whose outcome is retryable
-// (timeout, malformed, failed: rate limits, overload, 5xx, dropped streams).
-// auth and aborted are never retried.
+// RetryPolicy bounds retries of a model call that failed for a reason a
+// retry can cure (llm.Outcome.Retryable: rate limits, overload, 5xx,
+// network errors, timeouts, malformed or cut streams). Bad requests,
+// unknown models, permission and auth errors, prompts over the context
+// window and cancellations are never retried.
 type RetryPolicy struct {
 	// MaxAttempts per model call, first included; 0 means 5.
 	MaxAttempts int
@@ -76,6 +88,18 @@ func (p RetryPolicy) attempts() int {
 		return 5
 	}
 	return p.MaxAttempts
+}
+
+// PromptTooLong is what Config.OnPromptTooLong is given.
+type PromptTooLong struct {
+	// Messages is the history that was sent.
+	Messages []llm.Message
+	// Err is the provider's error; Err.TokenGap is how many tokens the
+	// prompt is over, when the provider said.
+	Err *llm.Error
+	// ContextWindow is the model's window from the catalogue (0 if
+	// unknown).
+	ContextWindow int
 }
 
 // Agent is a validated Config.

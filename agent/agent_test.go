@@ -303,7 +303,8 @@ func TestRetries(t *testing.T) {
 		{"overloaded then ok", []llmtest.Script{{Status: 529}, llmtest.Text("ok")}, 1, "end_turn", "", 2},
 		{"rate limit honours retry-after then ok", []llmtest.Script{{Status: 429, RetryAfter: 20 * time.Millisecond}, llmtest.Text("ok")}, 1, "end_turn", "", 2},
 		{"dropped stream then ok", []llmtest.Script{{Blocks: []llmtest.Block{llmtest.TextBlock("a", "b", "c")}, CutAfter: 1}, llmtest.Text("ok")}, 1, "end_turn", "", 2},
-		{"bad request retried then ok", []llmtest.Script{{Status: 400}, llmtest.Text("ok")}, 1, "end_turn", "", 2},
+		{"bad request is not retried", []llmtest.Script{{Status: 400}, llmtest.Text("never")}, 0, "error", llm.CategoryBadRequest, 1},
+		{"unknown model is not retried", []llmtest.Script{{Status: 404}, llmtest.Text("never")}, 0, "error", llm.CategoryNotFound, 1},
 		{"auth is not retried", []llmtest.Script{{Status: 401}}, 0, "error", llm.CategoryAuth, 1},
 		{"attempts are bounded", []llmtest.Script{{Status: 500}, {Status: 500}, {Status: 500}, {Status: 500}, {Status: 500}, llmtest.Text("never")}, 4, "error", llm.CategoryServer, 5},
 	}
@@ -459,7 +460,7 @@ func TestResumeRepairsOrphans(t *testing.T) {
 
 func TestAskUserEndsTheRun(t *testing.T) {
 	t.Parallel()
-	ask := tool.Func("AskUserQuestion", "asks", tool.Meta{ReadOnly: true}, func(ctx context.Context, in echoIn, call *tool.Call) (tool.Result, error) {
+	ask := tool.Func("AskUserQuestion", "asks", tool.Meta{ReadOnly: true, EndsTurn: true}, func(ctx context.Context, in echoIn, call *tool.Call) (tool.Result, error) {
 		call.Notify("ask_user", []string{in.Text})
 		return tool.Text("shown to the user"), nil
 	})

@@ -89,11 +89,16 @@ type NotifyData struct {
 // RetryData says a model call failed and will be retried: clients should
 // discard the deltas of the failed attempt.
 type RetryData struct {
-	TurnNumber int    `json:"turn_number"`
-	Attempt    int    `json:"attempt"` // the attempt that failed, from 1
-	DelayMS    int64  `json:"delay_ms"`
-	Status     string `json:"status"` // the failed attempt's outcome status
-	Error      string `json:"error"`
+	TurnNumber  int   `json:"turn_number"`
+	Attempt     int   `json:"attempt"`      // the attempt that failed, from 1
+	MaxAttempts int   `json:"max_attempts"` // the attempts the retry policy allows
+	DelayMS     int64 `json:"delay_ms"`
+	// Status is the failed attempt's outcome status (seed 003's); Category
+	// says more precisely what failed (rate_limit, network, ...; see
+	// llm.Category), when the provider's error was classified.
+	Status   string `json:"status"`
+	Category string `json:"category,omitempty"`
+	Error    string `json:"error"`
 }
 
 // TurnEndData closes a model turn with its usage and cost.
@@ -137,5 +142,8 @@ type ErrorData struct {
 	// Status is the model outcome status when a model call failed
 	// (auth, failed, timeout, ...).
 	Status string `json:"status,omitempty"`
-	Hint   string `json:"hint,omitempty"`
+	// Category is the provider error's llm.Category (auth, not_found,
+	// prompt_too_long, network, ...), when a model call failed.
+	Category string `json:"category,omitempty"`
+	Hint     string `json:"hint,omitempty"`
 }

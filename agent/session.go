@@ -2,11 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -31,6 +34,9 @@ type Session struct {
 	mu       sync.Mutex // guards what follows
 	messages []llm.Message
 	totals   Totals
+	// cacheKey is the conversation's llm.Request.CacheKey, derived from
+	// its start (see conversationKey) the first time it is needed.
+	cacheKey string
 }
 
 // Totals are a session's cumulative usage and cost.
@@ -90,6 +96,7 @@ func (s *Session) Todos() []tool.Todo { return s.tools.Todos() }
 func (s *Session) Clear() {
 	s.mu.Lock()
 	s.messages = nil
+	s.cacheKey = ""
 	s.mu.Unlock()
 }
 
@@ -181,6 +188,7 @@ func (r *run) fail(err error, status llm.Status) {
 	var e *llm.Error
 	if errors.As(err, &e) {
 		d.Hint = e.Hint
+		d.Category = string(e.Category)
 	}
 	if !r.stopped && !r.yield(Event{Type: EventError, Data: r.redactEvent(d)}, err) {
 		r.stopped = true
@@ -304,6 +312,10 @@ func (r *run) request() *llm.Request {
 	cfg := &r.a.cfg
 	r.s.mu.Lock()
 	msgs := append([]llm.Message(nil), r.s.messages...)
+	if r.s.cacheKey == "" && len(msgs) > 0 && cfg.PromptCache != llm.CacheOff {
+		r.s.cacheKey = conversationKey(cfg.System, msgs[0])
+	}
+	key := r.s.cacheKey
 	r.s.mu.Unlock()
 	req := &llm.Request{
 		Model:         cfg.Model,
@@ -313,6 +325,8 @@ func (r *run) request() *llm.Request {
 		Temperature:   cfg.Temperature,
 		StopSequences: cfg.StopSequences,
 		Thinking:      cfg.Thinking,
+		Cache:         cfg.PromptCache,
+		CacheKey:      key,
 	}
 	if req.MaxTokens == 0 {
 		req.MaxTokens = r.a.info.MaxOutputTokens
@@ -323,39 +337,86 @@ func (r *run) request() *llm.Request {
 	return req
 }
 
-// callModel streams one model call, retrying retryable outcomes. It
-// returns false when the run is over (reported already).
+// conversationKey names a conversation by how it starts (system prompt and
+// first message), for llm.Request.CacheKey. It is derived rather than drawn
+// at random so that it survives what a session object does not: a server
+// restart, or a front door that builds a fresh Agent for every turn and
+// resumes the history. Two conversations that start alike share a key,
+// which is what the key is for: they share a prefix.
+func conversationKey(system string, first llm.Message) string {
+	h := sha256.New()
+	h.Write([]byte(system))
+	h.Write([]byte{0})
+	_ = json.NewEncoder(h).Encode(first)
+	return "weft-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// callModel streams one model call, retrying the failures a retry can
+// cure (llm.Outcome.Retryable: rate limits, overload, 5xx, network errors,
+// timeouts, malformed or cut streams). The others end the run at once; a
+// prompt over the context window first goes to Config.OnPromptTooLong,
+// when set, and is sent once more with the history it returns. It returns
+// false when the run is over (reported already).
 func (r *run) callModel() (llm.Result, bool) {
 	req := r.request()
 	pol := r.a.cfg.Retry
+	shrunk := false
 	for attempt := 1; ; attempt++ {
 		res, ok := r.streamOnce(req)
 		if !ok {
 			return res, false
 		}
 		o := res.Outcome
+		var e *llm.Error
+		errors.As(o.Err, &e)
 		switch {
 		case o.Status == llm.StatusCompleted:
 			return res, true
 		case o.Status == llm.StatusAborted || r.ctx.Err() != nil:
 			r.done(StopCancelled)
 			return res, false
-		case !o.Status.Retryable() || attempt >= pol.attempts():
-			err := o.Err
+		case e != nil && e.Category == llm.CategoryPromptTooLong && !shrunk && r.a.cfg.OnPromptTooLong != nil:
+			shrunk = true
+			if !r.shrinkHistory(e) {
+				r.fail(r.promptTooLong(e), o.Status)
+				return res, false
+			}
+			if !r.emit(EventRetry, RetryData{TurnNumber: r.turns, Attempt: attempt, MaxAttempts: pol.attempts(),
+				Status: string(o.Status), Category: string(e.Category), Error: o.Message}) {
+				return res, false
+			}
+			req = r.request()
+			attempt-- // the history changed: this is a new request, not a repeat
+			continue
+		case !o.Retryable() || attempt >= pol.attempts():
+			var err error = e
+			if e == nil {
+				err = o.Err
+			}
 			if err == nil {
 				err = errors.New(o.Message)
 			}
-			if o.Status.Retryable() {
+			switch {
+			case e != nil && e.Category == llm.CategoryPromptTooLong:
+				err = r.promptTooLong(e)
+			case o.Retryable():
 				err = fmt.Errorf("model call failed after %d attempts: %w", attempt, err)
 			}
 			r.fail(err, o.Status)
 			return res, false
 		}
 		delay := backoff(pol, attempt, o.RetryAfter)
-		if !r.emit(EventRetry, RetryData{TurnNumber: r.turns, Attempt: attempt, DelayMS: delay.Milliseconds(), Status: string(o.Status), Error: o.Message}) {
+		d := RetryData{TurnNumber: r.turns, Attempt: attempt, MaxAttempts: pol.attempts(), DelayMS: delay.Milliseconds(),
+			Status: string(o.Status), Error: o.Message}
+		if e != nil {
+			d.Category = string(e.Category)
+		}
+		if !r.emit(EventRetry, d) {
 			return res, false
 		}
-		r.a.log.Warn("model call failed; retrying", "attempt", attempt, "status", o.Status, "error", o.Message, "delay", delay)
+		// The retry event is the record; a log line as well would print
+		// every retry twice where the log goes to the same terminal.
+		r.a.log.Debug("model call failed; retrying", "attempt", attempt, "status", o.Status, "category", d.Category, "error", o.Message, "delay", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-r.ctx.Done():
@@ -365,6 +426,39 @@ func (r *run) callModel() (llm.Result, bool) {
 		case <-t.C:
 		}
 	}
+}
+
+// shrinkHistory asks Config.OnPromptTooLong for a history that fits and
+// installs it. It reports whether there is one.
+func (r *run) shrinkHistory(e *llm.Error) bool {
+	msgs := r.s.Messages()
+	shorter, ok := r.a.cfg.OnPromptTooLong(r.ctx, PromptTooLong{Messages: msgs, Err: e, ContextWindow: r.a.info.ContextWindow})
+	if !ok || len(shorter) == 0 {
+		return false
+	}
+	// What the hook wrote (a summary by a model, say) is held to the same
+	// rule as any message: the history never holds a secret's value.
+	msgs = make([]llm.Message, len(shorter))
+	for i, m := range shorter {
+		msgs[i] = r.redactMessage(m)
+	}
+	r.s.mu.Lock()
+	r.s.messages = repairHistory(msgs)
+	r.s.mu.Unlock()
+	return true
+}
+
+// promptTooLong is the error that ends a turn whose prompt is over the
+// model's context window: it says by how much when the provider did.
+func (r *run) promptTooLong(e *llm.Error) error {
+	window := ""
+	if w := r.a.info.ContextWindow; w > 0 {
+		window = fmt.Sprintf(" of %d tokens", w)
+	}
+	if e.TokenGap > 0 {
+		return fmt.Errorf("the conversation is %d tokens over %s's context window%s: %w", e.TokenGap, r.a.cfg.Model, window, e)
+	}
+	return fmt.Errorf("the conversation is over %s's context window%s: %w", r.a.cfg.Model, window, e)
 }
 
 // backoff is exponential with ±25% jitter, never shorter than the server's
@@ -436,7 +530,8 @@ func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
 
 // runTools puts the calls of one model turn through the policy, runs the
 // allowed ones and returns their results in call order. askedUser reports
-// an AskUserQuestion call.
+// a successful call of a tool that ends the turn (Meta.EndsTurn, as
+// AskUserQuestion does).
 func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) {
 	results = make([]llm.Block, len(calls))
 	approved := make([]bool, len(calls))
@@ -478,7 +573,7 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			return r.cancelledResults(calls, results), false
 		}
 	}
-	for _, g := range groupCalls(calls, specs, approved) {
+	for _, g := range groupCalls(calls, specs, verdicts, approved, r.a.pol.Workspace) {
 		if !r.runGroup(calls, g, results, specs, verdicts) {
 			return r.cancelledResults(calls, results), false
 		}
@@ -486,8 +581,8 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			return r.cancelledResults(calls, results), false
 		}
 	}
-	for i, c := range calls {
-		if approved[i] && c.ToolName == "AskUserQuestion" && !results[i].IsError {
+	for i := range calls {
+		if approved[i] && specs[i].EndsTurn && !results[i].IsError {
 			askedUser = true
 		}
 	}
@@ -531,9 +626,12 @@ func (r *run) cancelledResults(calls []llm.Block, results []llm.Block) []llm.Blo
 
 // groupCalls splits approved calls into batches that run one after
 // another; the calls within a batch run in parallel. Consecutive
-// concurrency-safe calls share a batch, as do Write/Edit calls on distinct
-// paths; anything else runs alone.
-func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
+// concurrency-safe calls share a batch, as do calls of tools that declare
+// a PathArg (Write, Edit) on distinct paths; anything else runs alone.
+// A call's path is read from the input it will run with (verdicts: after
+// hooks and the policy's path resolution), so two spellings of one file
+// do not run at once.
+func groupCalls(calls []llm.Block, specs []tool.Spec, verdicts []policy.Verdict, approved []bool, workspace string) [][]int {
 	var groups [][]int
 	var cur []int
 	paths := map[string]bool{}
@@ -548,8 +646,12 @@ func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
 			continue
 		}
 		safe := specs[i].ConcurrencySafe
-		if !safe && (c.ToolName == "Write" || c.ToolName == "Edit") {
-			if p := filePath(c.Input); p != "" && !paths[p] {
+		if !safe && specs[i].PathArg != "" {
+			input := c.Input
+			if len(verdicts[i].Input) > 0 {
+				input = verdicts[i].Input
+			}
+			if p := pathArg(input, specs[i].PathArg, workspace); p != "" && !paths[p] {
 				paths[p] = true
 				safe = true
 			}
@@ -565,12 +667,23 @@ func groupCalls(calls []llm.Block, specs []tool.Spec, approved []bool) [][]int {
 	return groups
 }
 
-func filePath(input json.RawMessage) string {
-	var v struct {
-		FilePath string `json:"file_path"`
+// pathArg returns the path in the input's field, made absolute against
+// the workspace and cleaned, so that "a.txt" and "./a.txt" conflict; ""
+// when there is none. Folding spellings together only ever makes calls
+// run one after another.
+func pathArg(input json.RawMessage, field, workspace string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(input, &fields) != nil {
+		return ""
 	}
-	_ = json.Unmarshal(input, &v)
-	return v.FilePath
+	var p string
+	if json.Unmarshal(fields[field], &p) != nil || p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) && workspace != "" {
+		p = filepath.Join(workspace, p)
+	}
+	return filepath.Clean(p)
 }
 
 // toolMsg is what a running tool sends to the run's goroutine.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -59,14 +60,15 @@ const (
 // Catalog is a table of models keyed by provider and id. It is safe for
 // concurrent use.
 type Catalog struct {
-	mu     sync.RWMutex
-	models map[string]map[string]ModelInfo // provider -> id -> info
+	mu      sync.RWMutex
+	models  map[string]map[string]ModelInfo // provider -> id -> info
+	sources map[string]map[string][]string  // provider -> id -> where it came from
 }
 
 // NewCatalog returns a catalogue holding models (later entries replace
 // earlier ones with the same provider and id).
 func NewCatalog(models ...ModelInfo) *Catalog {
-	c := &Catalog{models: map[string]map[string]ModelInfo{}}
+	c := &Catalog{models: map[string]map[string]ModelInfo{}, sources: map[string]map[string][]string{}}
 	for _, m := range models {
 		c.add(m)
 	}
@@ -76,7 +78,16 @@ func NewCatalog(models ...ModelInfo) *Catalog {
 // DefaultCatalog returns a new catalogue holding the built-in table. Each
 // call returns a fresh copy, so that one caller's overrides never leak into
 // another's.
-func DefaultCatalog() *Catalog { return NewCatalog(builtinModels()...) }
+func DefaultCatalog() *Catalog {
+	c := NewCatalog(builtinModels()...)
+	for p, byID := range c.models {
+		c.sources[p] = make(map[string][]string, len(byID))
+		for id := range byID {
+			c.sources[p][id] = []string{"builtin"}
+		}
+	}
+	return c
+}
 
 // Add adds m, or replaces the entry with the same provider and id. Catalogued
 // entries are Known by definition.
@@ -169,44 +180,80 @@ func (c *Catalog) List() []ModelInfo {
 	return out
 }
 
-// catalogEntry is one LoadJSON entry. Pointers tell a field that was left
-// out (keep the existing value) from one set to its zero value.
-type catalogEntry struct {
-	ID              *string  `json:"id"`
-	Provider        *string  `json:"provider"`
-	DisplayName     *string  `json:"display_name"`
-	ContextWindow   *int     `json:"context_window"`
-	MaxOutputTokens *int     `json:"max_output_tokens"`
-	InputPrice      *float64 `json:"input_price"`
-	OutputPrice     *float64 `json:"output_price"`
-	CacheReadPrice  *float64 `json:"cache_read_price"`
-	CacheWritePrice *float64 `json:"cache_write_price"`
-	Thinking        *bool    `json:"thinking"`
-	Images          *bool    `json:"images"`
-	Caching         *bool    `json:"caching"`
-	Tools           *bool    `json:"tools"`
-	// Known is accepted so that List's JSON loads back, and ignored:
-	// whatever is catalogued is known.
-	Known *bool `json:"known"`
+// MaxModelsFileSize bounds what Load reads: a models file is a
+// hand-written table, not a data set.
+const MaxModelsFileSize = 8 << 20
+
+// LoadOptions qualify a Load.
+type LoadOptions struct {
+	// Source names where the entries come from (a file path); Sources
+	// reports it for every entry the load touches. Errors name it too.
+	Source string
+	// Providers, when set, are the provider names entries may use, so that
+	// a typo ("olama") is an error rather than an entry nothing looks up.
+	Providers []string
 }
 
-// LoadJSON adds or updates entries from a JSON array of objects with the
-// snake_case fields of ModelInfo. An entry for a model already catalogued
-// changes only the fields it sets, so a price update is one line:
-//
-//	[{"provider": "openai", "id": "gpt-4.1", "input_price": 1.5}]
-//
-// A new model must set id and provider; fields it leaves out are zero. The
-// load is all or nothing: on error the catalogue is unchanged, and the error
-// names the entry's index and the offending field.
-func (c *Catalog) LoadJSON(r io.Reader) error {
-	var raws []json.RawMessage
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&raws); err != nil {
-		return fmt.Errorf("model catalogue: want a JSON array of model entries: %w", err)
+// LoadJSON is Load with no options.
+func (c *Catalog) LoadJSON(r io.Reader) error { return c.Load(r, LoadOptions{}) }
+
+// LoadFile loads the models file at path (see Load); the path is the
+// entries' source and starts every error message ("path:line: ...").
+func (c *Catalog) LoadFile(path string, opts LoadOptions) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("models file: %w", err)
 	}
-	if dec.More() {
-		return errors.New("model catalogue: unexpected data after the JSON array")
+	defer f.Close()
+	if opts.Source == "" {
+		opts.Source = path
+	}
+	return c.Load(f, opts)
+}
+
+// Load adds or updates entries from a JSON array of objects with the
+// snake_case fields of ModelInfo (the format of docs/models.md, which is
+// also what List marshals to):
+//
+//	[{"provider": "ollama", "id": "qwen2.5-coder:32b", "context_window": 32768},
+//	 {"provider": "openai", "id": "gpt-4.1", "input_price": 1.5}]
+//
+// An entry for a model already catalogued changes only the fields it sets,
+// so a price update is one line. A new model must set id and provider; the
+// fields it leaves out are what Lookup gives a model it does not know
+// (UnknownContextWindow, UnknownMaxOutputTokens, tools on, no prices). The
+// load is all or nothing: on error the catalogue is unchanged, and the
+// error names the line, the entry's index and model, and the field: unknown
+// fields (typos), fields given twice, wrong types, negative prices, limits
+// that are not positive or an output limit over the window are errors.
+// "known" and "sources" are accepted (List's output loads back) and
+// ignored.
+func (c *Catalog) Load(r io.Reader, opts LoadOptions) error {
+	where := func(line int) string {
+		switch {
+		case opts.Source != "" && line > 0:
+			return fmt.Sprintf("%s:%d", opts.Source, line)
+		case opts.Source != "":
+			return opts.Source
+		case line > 0:
+			return fmt.Sprintf("model catalogue: line %d", line)
+		}
+		return "model catalogue"
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxModelsFileSize+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", where(0), err)
+	}
+	if len(data) > MaxModelsFileSize {
+		return fmt.Errorf("%s: larger than %d MiB", where(0), MaxModelsFileSize>>20)
+	}
+	entries, err := splitEntries(data)
+	if err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			return fmt.Errorf("%s: %s", where(le.line), le.msg)
+		}
+		return fmt.Errorf("%s: %w", where(0), err)
 	}
 
 	c.mu.Lock()
@@ -214,120 +261,366 @@ func (c *Catalog) LoadJSON(r io.Reader) error {
 	type key struct{ provider, id string }
 	staged := map[key]ModelInfo{}
 	var order []key
-	for i, raw := range raws {
-		e, err := decodeEntry(raw)
+	for i, e := range entries {
+		fail := func(line int, name, format string, args ...any) error {
+			if name != "" {
+				name = " (" + name + ")"
+			}
+			return fmt.Errorf("%s: entry %d%s: %s", where(line), i, name, fmt.Sprintf(format, args...))
+		}
+		if e.err != "" {
+			return fail(e.errLine, "", "%s", e.err)
+		}
+		id, err := e.str("id")
 		if err != nil {
-			return fmt.Errorf("model catalogue: entry %d: %w", i, err)
+			return fail(e.line(err), "", "%v", err)
 		}
-		if e.ID == nil || strings.TrimSpace(*e.ID) == "" {
-			return fmt.Errorf("model catalogue: entry %d: field \"id\": required", i)
+		provider, err := e.str("provider")
+		if err != nil {
+			return fail(e.line(err), id, "%v", err)
 		}
-		if e.Provider == nil || strings.TrimSpace(*e.Provider) == "" {
-			return fmt.Errorf("model catalogue: entry %d (%s): field \"provider\": required", i, *e.ID)
+		id, provider = strings.TrimSpace(id), strings.ToLower(strings.TrimSpace(provider))
+		if id == "" {
+			return fail(e.keyLine("id", e.line0), "", `field "id": required`)
 		}
-		k := key{*e.Provider, *e.ID}
+		if provider == "" {
+			return fail(e.keyLine("provider", e.line0), id, `field "provider": required`)
+		}
+		name := provider + "/" + id
+		if len(opts.Providers) > 0 && !slices.Contains(opts.Providers, provider) {
+			return fail(e.keyLine("provider", e.line0), name, "field \"provider\": %q is not a provider weft knows (%s)",
+				provider, strings.Join(opts.Providers, ", "))
+		}
+		k := key{provider, id}
 		m, ok := staged[k]
 		if !ok {
 			m, ok = c.models[k.provider][k.id]
 			if !ok {
-				m = ModelInfo{ID: k.id, Provider: k.provider}
+				m = ModelInfo{ID: k.id, Provider: k.provider,
+					ContextWindow: UnknownContextWindow, MaxOutputTokens: UnknownMaxOutputTokens, Tools: true}
 			}
 			order = append(order, k)
 		}
 		if err := e.apply(&m); err != nil {
-			return fmt.Errorf("model catalogue: entry %d (%s/%s): %w", i, k.provider, k.id, err)
+			return fail(e.line(err), name, "%v", err)
+		}
+		if m.MaxOutputTokens > m.ContextWindow {
+			line := e.keyLine("max_output_tokens", e.keyLine("context_window", e.line0))
+			return fail(line, name, "max_output_tokens %d is more than context_window %d", m.MaxOutputTokens, m.ContextWindow)
 		}
 		staged[k] = m
 	}
 	for _, k := range order {
 		c.add(staged[k])
+		if c.sources[k.provider] == nil {
+			c.sources[k.provider] = map[string][]string{}
+		}
+		src := c.sources[k.provider][k.id]
+		if len(src) == 0 || src[len(src)-1] != opts.Source {
+			c.sources[k.provider][k.id] = append(slices.Clip(src), opts.Source)
+		}
 	}
 	return nil
 }
 
-func decodeEntry(raw json.RawMessage) (catalogEntry, error) {
-	var e catalogEntry
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&e)
-	if err == nil {
-		return e, nil
+// Sources says where an entry came from, oldest first: "builtin" for the
+// built-in table, then the Source of every Load that changed it ("" for
+// loads that named none). It is nil for a model the catalogue does not
+// have, and for entries added with Add or NewCatalog.
+func (c *Catalog) Sources(provider, id string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Clone(c.sources[provider][id])
+}
+
+// lineError is a parse error at a line.
+type lineError struct {
+	line int
+	msg  string
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+// rawEntry is one entry of a models file: its fields, undecoded, and the
+// lines they are on.
+type rawEntry struct {
+	line0   int // where the entry starts
+	fields  map[string]json.RawMessage
+	lines   map[string]int
+	err     string // a problem found while splitting (not an object, a duplicate field)
+	errLine int
+}
+
+// fieldError is a problem with one field.
+type fieldError struct {
+	field string
+	msg   string
+}
+
+func (e *fieldError) Error() string { return fmt.Sprintf("field %q: %s", e.field, e.msg) }
+
+func (e *rawEntry) keyLine(field string, def int) int {
+	if l, ok := e.lines[field]; ok {
+		return l
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field == "" {
-			return e, fmt.Errorf("want an object, got %s", te.Value)
+	return def
+}
+
+func (e *rawEntry) line(err error) int {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return e.keyLine(fe.field, e.line0)
+	}
+	return e.line0
+}
+
+// knownFields are the keys an entry may have.
+var knownFields = []string{"id", "provider", "display_name", "context_window", "max_output_tokens",
+	"input_price", "output_price", "cache_read_price", "cache_write_price",
+	"thinking", "images", "caching", "tools", "known", "sources"}
+
+// splitEntries reads the top-level array into entries, keeping each
+// field's line.
+func splitEntries(data []byte) ([]rawEntry, error) {
+	lineAt := func(off int64) int { return bytes.Count(data[:min(int(off), len(data))], []byte("\n")) + 1 }
+	// skip moves an offset past whitespace and the separators the decoder
+	// has not consumed yet, to where the next value starts.
+	skip := func(off int64) int64 {
+		for int(off) < len(data) {
+			switch data[off] {
+			case ' ', '\t', '\r', '\n', ',', ':':
+				off++
+				continue
+			}
+			break
 		}
-		return e, fmt.Errorf("field %q: want %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		return off
 	}
-	// Unknown fields (usually typos) come back as a plain error that
-	// already names the field.
-	return e, errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	syntax := func(err error) error {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return &lineError{lineAt(se.Offset), "not valid JSON: " + strings.TrimPrefix(se.Error(), "json: ")}
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return &lineError{lineAt(int64(len(data))), "not valid JSON: unexpected end of input"}
+		}
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("want a JSON array of model entries, got nothing")
+		}
+		return nil, syntax(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, &lineError{1, "want a JSON array of model entries ([{...}, ...])"}
+	}
+	var entries []rawEntry
+	for dec.More() {
+		start := skip(dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, syntax(err)
+		}
+		entries = append(entries, splitEntry(raw, lineAt(start), func(off int64) int { return lineAt(start + off) }))
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntax(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &lineError{lineAt(dec.InputOffset()), "unexpected data after the JSON array"}
+	}
+	return entries, nil
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int":
-		return "an integer"
-	case "float64":
-		return "a number"
-	case "string":
+// splitEntry reads one entry's keys; lineAt maps an offset in raw to a line.
+func splitEntry(raw json.RawMessage, line int, lineAt func(int64) int) rawEntry {
+	e := rawEntry{line0: line, fields: map[string]json.RawMessage{}, lines: map[string]int{}}
+	if raw[0] != '{' {
+		e.err, e.errLine = "want an object, got "+jsonKindOf(raw), line
+		return e
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	_, _ = dec.Token() // {
+	for dec.More() {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			e.err, e.errLine = err.Error(), lineAt(off)
+			return e
+		}
+		k, _ := tok.(string)
+		for int(off) < len(raw) && raw[off] != '"' {
+			off++ // past the separator to the key itself
+		}
+		kl := lineAt(off)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			e.err, e.errLine = err.Error(), kl
+			return e
+		}
+		switch {
+		case !slices.Contains(knownFields, k):
+			e.err, e.errLine = fmt.Sprintf("unknown field %q (%s)", k, suggestField(k)), kl
+			return e
+		case e.fields[k] != nil:
+			e.err, e.errLine = fmt.Sprintf("field %q is given twice", k), kl
+			return e
+		}
+		e.fields[k], e.lines[k] = v, kl
+	}
+	return e
+}
+
+// suggestField names the known field closest to a misspelt one.
+func suggestField(k string) string {
+	best, bestD := "", 4 // further than 3 edits is no suggestion
+	for _, f := range knownFields {
+		if d := editDistance(k, f); d < bestD {
+			best, bestD = f, d
+		}
+	}
+	if best == "" {
+		return "the fields are " + strings.Join(knownFields[:13], ", ")
+	}
+	return fmt.Sprintf("did you mean %q?", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func jsonKindOf(raw json.RawMessage) string {
+	switch raw[0] {
+	case '"':
 		return "a string"
-	case "bool":
-		return "true or false"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
 	}
-	return goKind
+	return "a number"
 }
 
-func (e *catalogEntry) apply(m *ModelInfo) error {
-	if e.DisplayName != nil {
-		m.DisplayName = *e.DisplayName
+// str reads a string field; "" when absent or null.
+func (e *rawEntry) str(field string) (string, error) {
+	var v *string
+	if err := e.decode(field, &v, "a string"); err != nil || v == nil {
+		return "", err
+	}
+	return *v, nil
+}
+
+// decode unmarshals a field into dst (a pointer to a pointer, left nil for
+// an absent or null field).
+func (e *rawEntry) decode(field string, dst any, want string) error {
+	raw, ok := e.fields[field]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return &fieldError{field, fmt.Sprintf("want %s, got %s", want, describe(raw))}
+	}
+	return nil
+}
+
+func describe(raw json.RawMessage) string {
+	if raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' {
+		return "number " + string(raw)
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(jsonKindOf(raw), "a "), "an ")
+}
+
+// apply sets the fields e has on m.
+func (e *rawEntry) apply(m *ModelInfo) error {
+	var name *string
+	if err := e.decode("display_name", &name, "a string"); err != nil {
+		return err
+	}
+	if name != nil {
+		m.DisplayName = *name
 	}
 	for _, f := range []struct {
 		name string
-		src  *int
 		dst  *int
 	}{
-		{"context_window", e.ContextWindow, &m.ContextWindow},
-		{"max_output_tokens", e.MaxOutputTokens, &m.MaxOutputTokens},
+		{"context_window", &m.ContextWindow},
+		{"max_output_tokens", &m.MaxOutputTokens},
 	} {
-		if f.src == nil {
+		var v *int
+		if err := e.decode(f.name, &v, "an integer"); err != nil {
+			return err
+		}
+		if v == nil {
 			continue
 		}
-		if *f.src < 0 {
-			return fmt.Errorf("field %q: must not be negative, got %d", f.name, *f.src)
+		if *v <= 0 {
+			return &fieldError{f.name, fmt.Sprintf("must be a positive number of tokens, got %d", *v)}
 		}
-		*f.dst = *f.src
+		*f.dst = *v
 	}
 	for _, f := range []struct {
 		name string
-		src  *float64
 		dst  *float64
 	}{
-		{"input_price", e.InputPrice, &m.InputPrice},
-		{"output_price", e.OutputPrice, &m.OutputPrice},
-		{"cache_read_price", e.CacheReadPrice, &m.CacheReadPrice},
-		{"cache_write_price", e.CacheWritePrice, &m.CacheWritePrice},
+		{"input_price", &m.InputPrice},
+		{"output_price", &m.OutputPrice},
+		{"cache_read_price", &m.CacheReadPrice},
+		{"cache_write_price", &m.CacheWritePrice},
 	} {
-		if f.src == nil {
+		var v *float64
+		if err := e.decode(f.name, &v, "a number"); err != nil {
+			return err
+		}
+		if v == nil {
 			continue
 		}
-		if *f.src < 0 {
-			return fmt.Errorf("field %q: must not be negative, got %g", f.name, *f.src)
+		if *v < 0 {
+			return &fieldError{f.name, fmt.Sprintf("must not be negative, got %g", *v)}
 		}
-		*f.dst = *f.src
+		*f.dst = *v
 	}
 	for _, f := range []struct {
-		src *bool
-		dst *bool
+		name string
+		dst  *bool
 	}{
-		{e.Thinking, &m.Thinking}, {e.Images, &m.Images}, {e.Caching, &m.Caching}, {e.Tools, &m.Tools},
+		{"thinking", &m.Thinking}, {"images", &m.Images}, {"caching", &m.Caching}, {"tools", &m.Tools},
 	} {
-		if f.src != nil {
-			*f.dst = *f.src
+		var v *bool
+		if err := e.decode(f.name, &v, "true or false"); err != nil {
+			return err
+		}
+		if v != nil {
+			*f.dst = *v
 		}
 	}
-	return nil
+	// known and sources are List's, not settings.
+	var known *bool
+	if err := e.decode("known", &known, "true or false"); err != nil {
+		return err
+	}
+	var sources []string
+	return e.decode("sources", &sources, "an array of strings")
 }
 
 // CatalogDate is when the built-in table's prices were last checked.

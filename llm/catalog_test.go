@@ -3,8 +3,11 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -234,18 +237,26 @@ func TestCatalogLoadJSON(t *testing.T) {
 		},
 		{name: "empty array", in: `[]`, check: func(t *testing.T, c *Catalog) {}},
 		{name: "not an array", in: `{"provider":"p","id":"m"}`, wantErr: "want a JSON array"},
-		{name: "invalid JSON", in: `[{"provider":`, wantErr: "want a JSON array"},
+		{name: "invalid JSON", in: `[{"provider":`, wantErr: "not valid JSON"},
 		{name: "trailing data", in: `[] []`, wantErr: "after the JSON array"},
 		{name: "missing id", in: `[{"provider":"openai","id":"gpt-4o"},{"provider":"openai"}]`, wantErr: `entry 1: field "id": required`},
 		{name: "missing provider", in: `[{"id":"gpt-4o"}]`, wantErr: `entry 0 (gpt-4o): field "provider": required`},
 		{name: "wrong type", in: `[{"provider":"openai","id":"gpt-4o"},{"provider":"openai","id":"gpt-4o","input_price":"2.5"}]`,
-			wantErr: `entry 1: field "input_price": want a number, got string`},
-		{name: "wrong bool", in: `[{"provider":"openai","id":"gpt-4o","tools":"yes"}]`, wantErr: `entry 0: field "tools": want true or false, got string`},
-		{name: "wrong int", in: `[{"provider":"openai","id":"gpt-4o","context_window":1.5}]`, wantErr: `entry 0: field "context_window": want an integer, got number 1.5`},
-		{name: "entry not an object", in: `[{"provider":"a","id":"b"}, 7]`, wantErr: `entry 1: want an object, got number`},
-		{name: "typo", in: `[{"provider":"openai","id":"gpt-4o","input_pirce":2}]`, wantErr: `entry 0: unknown field "input_pirce"`},
+			wantErr: `entry 1 (openai/gpt-4o): field "input_price": want a number, got string`},
+		{name: "wrong bool", in: `[{"provider":"openai","id":"gpt-4o","tools":"yes"}]`, wantErr: `entry 0 (openai/gpt-4o): field "tools": want true or false, got string`},
+		{name: "wrong int", in: `[{"provider":"openai","id":"gpt-4o","context_window":1.5}]`, wantErr: `entry 0 (openai/gpt-4o): field "context_window": want an integer, got number 1.5`},
+		{name: "entry not an object", in: `[{"provider":"a","id":"b"}, 7]`, wantErr: `entry 1: want an object, got a number`},
+		{name: "typo", in: `[{"provider":"openai","id":"gpt-4o","input_pirce":2}]`, wantErr: `entry 0: unknown field "input_pirce" (did you mean "input_price"?)`},
+		{name: "unknown field far from any", in: `[{"provider":"openai","id":"gpt-4o","colour":"red"}]`, wantErr: `entry 0: unknown field "colour" (the fields are id, provider, display_name,`},
 		{name: "negative price", in: `[{"provider":"openai","id":"gpt-4o","output_price":-1}]`, wantErr: `entry 0 (openai/gpt-4o): field "output_price": must not be negative`},
-		{name: "negative window", in: `[{"provider":"x","id":"y","context_window":-5}]`, wantErr: `entry 0 (x/y): field "context_window": must not be negative`},
+		{name: "negative window", in: `[{"provider":"x","id":"y","context_window":-5}]`, wantErr: `entry 0 (x/y): field "context_window": must be a positive number of tokens, got -5`},
+		{name: "zero window", in: `[{"provider":"x","id":"y","context_window":0}]`, wantErr: `entry 0 (x/y): field "context_window": must be a positive number of tokens, got 0`},
+		{name: "output over the window", in: `[{"provider":"x","id":"y","context_window":8192,"max_output_tokens":16384}]`,
+			wantErr: `entry 0 (x/y): max_output_tokens 16384 is more than context_window 8192`},
+		{name: "a field twice", in: `[{"provider":"x","id":"y","input_price":1,"input_price":2}]`, wantErr: `entry 0: field "input_price" is given twice`},
+		{name: "wrong id type", in: `[{"provider":"x","id":7}]`, wantErr: `entry 0: field "id": want a string, got number 7`},
+		{name: "not an array at all", in: `"models"`, wantErr: "want a JSON array of model entries"},
+		{name: "nothing", in: ``, wantErr: "want a JSON array of model entries, got nothing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,7 +350,7 @@ func FuzzCatalogLoadJSON(f *testing.F) {
 			return
 		}
 		for _, m := range c.List() {
-			if m.ID == "" || m.Provider == "" || m.ContextWindow < 0 || m.InputPrice < 0 || !m.Known {
+			if m.ID == "" || m.Provider == "" || m.ContextWindow <= 0 || m.MaxOutputTokens > m.ContextWindow || m.InputPrice < 0 || !m.Known {
 				t.Fatalf("load accepted a bad entry: %+v", m)
 			}
 		}
@@ -358,6 +369,87 @@ func FuzzCatalogLookup(f *testing.F) {
 		}
 		if provider != "" && m.Provider != provider {
 			t.Fatalf("Lookup(%q, %q) changed the provider: %+v", provider, model, m)
+		}
+	})
+}
+
+// TestCatalogLoadFile: a models file's errors name the file, the line, the
+// entry and the field; a good file adds and overrides entries, and Sources
+// says where each came from.
+func TestCatalogLoadFile(t *testing.T) {
+	t.Parallel()
+	providers := []string{"anthropic", "ollama", "openai"}
+	tests := []struct {
+		name    string
+		file    string
+		wantErr string // after "<path>:"
+	}{
+		{"typo on its line", "[\n  {\"provider\": \"ollama\", \"id\": \"qwen3\",\n   \"context_windw\": 40960}\n]", `3: entry 0: unknown field "context_windw" (did you mean "context_window"?)`},
+		{"negative price on its line", "[\n {\"provider\": \"openai\", \"id\": \"gpt-4.1\"},\n {\"provider\": \"openai\",\n  \"id\": \"gpt-4o\",\n  \"input_price\": -2}\n]",
+			`5: entry 1 (openai/gpt-4o): field "input_price": must not be negative, got -2`},
+		{"unknown provider", "[{\"provider\": \"olama\", \"id\": \"qwen3\"}]", `1: entry 0 (olama/qwen3): field "provider": "olama" is not a provider weft knows (anthropic, ollama, openai)`},
+		{"syntax error on its line", "[\n {\"provider\": \"ollama\",\n  \"id\": \"qwen3\"\n  \"context_window\": 1}\n]", `4: not valid JSON: invalid character '"' after object key:value pair`},
+		{"missing provider", "[\n\n {\"id\": \"m\"}]", `3: entry 0 (m): field "provider": required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "models.json")
+			if err := os.WriteFile(path, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := DefaultCatalog()
+			err := c.LoadFile(path, LoadOptions{Providers: providers})
+			if err == nil || err.Error() != path+":"+tt.wantErr {
+				t.Fatalf("err = %v\nwant %s:%s", err, path, tt.wantErr)
+			}
+		})
+	}
+
+	t.Run("layers and sources", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		home, project := filepath.Join(dir, "home.json"), filepath.Join(dir, "project.json")
+		os.WriteFile(home, []byte(`[
+  {"provider": "ollama", "id": "qwen2.5-coder:32b", "context_window": 32768, "max_output_tokens": 8192},
+  {"provider": "Ollama", "id": "llama3.3", "context_window": 65536}
+]`), 0o600)
+		os.WriteFile(project, []byte(`[{"provider": "ollama", "id": "llama3.3", "display_name": "Llama (64k)"}]`), 0o600)
+		c := DefaultCatalog()
+		for _, p := range []string{home, project} {
+			if err := c.LoadFile(p, LoadOptions{Providers: providers}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A new local model gets its real window, and what an unknown model
+		// would have for the rest.
+		m := c.Lookup("ollama", "qwen2.5-coder:32b")
+		if !m.Known || m.ContextWindow != 32768 || m.MaxOutputTokens != 8192 || !m.Tools || m.InputPrice != 0 {
+			t.Fatalf("new model = %+v", m)
+		}
+		if m := c.Lookup("ollama", "llama3.3:70b"); m.ContextWindow != 65536 || m.DisplayName != "Llama (64k)" || m.MaxOutputTokens != 8192 {
+			t.Fatalf("overridden model = %+v", m)
+		}
+		for _, tc := range []struct {
+			provider, id string
+			want         []string
+		}{
+			{"ollama", "qwen2.5-coder:32b", []string{home}},
+			{"ollama", "llama3.3", []string{"builtin", home, project}},
+			{"openai", "gpt-4.1", []string{"builtin"}},
+			{"openai", "gpt-9", nil},
+		} {
+			if got := c.Sources(tc.provider, tc.id); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("Sources(%s, %s) = %v, want %v", tc.provider, tc.id, got, tc.want)
+			}
+		}
+	})
+
+	t.Run("missing file", func(t *testing.T) {
+		t.Parallel()
+		err := DefaultCatalog().LoadFile(filepath.Join(t.TempDir(), "nope.json"), LoadOptions{})
+		if err == nil || !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("err = %v", err)
 		}
 	})
 }

@@ -97,10 +97,24 @@ func (e *Error) Status() Status {
 	return StatusFailed
 }
 
+// Retryable reports whether an error of this category can go away when the
+// same request is sent again: rate limits, overload, server errors, network
+// errors, timeouts and malformed or cut streams. Bad requests, unknown
+// models, permission and auth errors, prompts over the context window, TLS
+// failures and cancellations cannot: the engine ends the turn instead (a
+// prompt that is too long is for compaction to shrink first).
+func (c Category) Retryable() bool {
+	switch c {
+	case CategoryRateLimit, CategoryOverloaded, CategoryServer, CategoryNetwork, CategoryTimeout, CategoryMalformed:
+		return true
+	}
+	return false
+}
+
 var hints = map[Category]string{
 	CategoryRateLimit:     "rate limited: wait and retry, or add keys to the key pool",
 	CategoryOverloaded:    "the provider is overloaded: retry later",
-	CategoryPromptTooLong: "the conversation is over the model's context window: compact it or start a new session",
+	CategoryPromptTooLong: "the conversation is over the model's context window: start a new session (in weft chat, /clear), or send less (shorter files, smaller tool outputs)",
 	CategoryAuth:          "the API key was rejected: check the key (e.g. ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY)",
 	CategoryPermission:    "the key is not allowed to use this model or endpoint: check the account's access",
 	CategoryBadRequest:    "the provider rejected the request: check model parameters",

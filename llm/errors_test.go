@@ -132,3 +132,35 @@ func TestAsErrorClassifiesTransport(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryableByCause pins which failures the engine retries: those a
+// retry can cure, and no others.
+func TestRetryableByCause(t *testing.T) {
+	t.Parallel()
+	retry := map[llm.Category]bool{
+		llm.CategoryRateLimit: true, llm.CategoryOverloaded: true, llm.CategoryServer: true,
+		llm.CategoryNetwork: true, llm.CategoryTimeout: true, llm.CategoryMalformed: true,
+		llm.CategoryBadRequest: false, llm.CategoryNotFound: false, llm.CategoryPermission: false,
+		llm.CategoryAuth: false, llm.CategoryPromptTooLong: false, llm.CategorySSL: false, llm.CategoryCanceled: false,
+	}
+	for c, want := range retry {
+		if got := c.Retryable(); got != want {
+			t.Errorf("%s.Retryable() = %v, want %v", c, got, want)
+		}
+		// The status a category maps to agrees, so a caller that only
+		// has the status decides the same.
+		o := llm.OutcomeFromError("p", &llm.Error{Category: c})
+		if o.Retryable() != want || o.Status.Retryable() != want {
+			t.Errorf("%s: outcome %s retryable = %v / status %v, want %v", c, o.Status, o.Retryable(), o.Status.Retryable(), want)
+		}
+	}
+	for _, s := range []llm.Status{llm.StatusCompleted, llm.StatusAborted, llm.StatusAuth, llm.StatusFailed} {
+		if s.Retryable() {
+			t.Errorf("status %s is retryable", s)
+		}
+	}
+	// An outcome without a typed error falls back to its status.
+	if !(llm.Outcome{Status: llm.StatusMalformed}).Retryable() || (llm.Outcome{Status: llm.StatusFailed}).Retryable() {
+		t.Error("untyped outcomes are judged by status")
+	}
+}

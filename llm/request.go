@@ -60,6 +60,32 @@ type ToolChoice struct {
 	DisableParallel bool `json:"disable_parallel,omitempty"`
 }
 
+// CacheMode says whether a provider may cache the request's prompt prefix.
+type CacheMode string
+
+const (
+	// CacheAuto (the zero value) lets the provider cache as it does best:
+	// Anthropic gets cache breakpoints on the tools, the system prompt and
+	// the last two user turns (see llm/anthropic), OpenAI gets
+	// Request.CacheKey as its prompt_cache_key, Gemini caches implicitly.
+	CacheAuto CacheMode = ""
+	// CacheOff asks for no caching: no breakpoints (CacheHint is ignored
+	// too) and no cache key. For one-shot calls, where a cache write costs
+	// more (Anthropic: 1.25x input) and nothing reads it back.
+	CacheOff CacheMode = "off"
+)
+
+// ParseCacheMode accepts "", "auto", "on" and "off".
+func ParseCacheMode(s string) (CacheMode, bool) {
+	switch s {
+	case "", "auto", "on":
+		return CacheAuto, true
+	case "off":
+		return CacheOff, true
+	}
+	return "", false
+}
+
 // ToolSpec declares a tool to the model.
 type ToolSpec struct {
 	Name        string          `json:"name"`
@@ -85,6 +111,16 @@ type Request struct {
 	TopK          *int          `json:"top_k,omitempty"`
 	StopSequences []string      `json:"stop_sequences,omitempty"`
 	Thinking      ThinkingLevel `json:"thinking,omitempty"`
+	// Cache says whether the provider may cache the prompt prefix; see
+	// CacheMode. A prefix is only reused if it is byte-for-byte the same,
+	// so callers keep System, Tools (and their order) and earlier messages
+	// unchanged from one call of a conversation to the next.
+	Cache CacheMode `json:"cache,omitempty"`
+	// CacheKey names the conversation, for providers that route requests
+	// to a cache by key (OpenAI's prompt_cache_key): requests with one key
+	// and a common prefix land where that prefix is cached. Empty sends
+	// none.
+	CacheKey string `json:"cache_key,omitempty"`
 }
 
 // SystemText is a convenience for a single uncached system prompt.

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"time"
 )
@@ -108,15 +109,22 @@ const (
 	StatusMalformed Status = "malformed"
 	// StatusAborted: the caller cancelled. Never retried.
 	StatusAborted Status = "aborted"
-	// StatusFailed: a non-transient error (bad request, unknown model).
+	// StatusFailed: a non-transient error (bad request, unknown model,
+	// prompt too long, TLS). Not retried: the same request would fail the
+	// same way.
 	StatusFailed Status = "failed"
 	// StatusAuth: credentials were rejected. Never retried.
 	StatusAuth Status = "auth"
 )
 
-// Retryable reports whether the engine may retry a call that ended so.
+// Retryable reports whether a call that ended so can succeed when it is
+// sent again unchanged: timeouts (which include rate limits, overload, 5xx
+// and dropped connections) and malformed streams. Seed 003 lets an engine
+// retry failed too; weft does not, because a failed outcome is a request
+// the provider refused (bad request, unknown model, prompt too long), and
+// repeating it only spends time and quota.
 func (s Status) Retryable() bool {
-	return s != StatusCompleted && s != StatusAborted && s != StatusAuth
+	return s == StatusTimeout || s == StatusMalformed
 }
 
 // StopReason says why a completed model turn ended.
@@ -143,6 +151,17 @@ type Outcome struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 	// Err is the typed error (*Error) behind a non-completed outcome.
 	Err error `json:"-"`
+}
+
+// Retryable reports whether the call can succeed when it is sent again
+// unchanged. The typed error's category decides when there is one (see
+// Category.Retryable); otherwise the status does.
+func (o Outcome) Retryable() bool {
+	var e *Error
+	if errors.As(o.Err, &e) && e.Category != "" {
+		return e.Category.Retryable()
+	}
+	return o.Status.Retryable()
 }
 
 // OutcomeFromError builds the outcome for err, classifying it as an *Error.

@@ -191,7 +191,9 @@ func TestStatusRetryable(t *testing.T) {
 	t.Parallel()
 	for s, want := range map[llm.Status]bool{
 		llm.StatusCompleted: false, llm.StatusAborted: false, llm.StatusAuth: false,
-		llm.StatusTimeout: true, llm.StatusMalformed: true, llm.StatusFailed: true,
+		// failed is a request the provider refused: sending it again
+		// unchanged cannot succeed (issue 14).
+		llm.StatusTimeout: true, llm.StatusMalformed: true, llm.StatusFailed: false,
 	} {
 		if s.Retryable() != want {
 			t.Errorf("%s.Retryable() = %v", s, !want)

@@ -1,21 +1,32 @@
 // Package policy is the one pipeline every tool call goes through, from
 // every front door (SDK, CLI, HTTP, WebSocket, workflows, sub-agents):
 //
-//	schema validation -> pre_tool_use hooks -> deny rules -> ask rules ->
-//	allow rules -> mode default -> the human -> checkpoint confirmation ->
-//	run -> post_tool_use hooks -> audit
+//	schema validation -> pre_tool_use hooks -> deny rules -> bypass ->
+//	danger floor -> ask rules -> unresolved command -> protected path ->
+//	allow rules -> mode default -> the hooks' opinion -> resolved paths ->
+//	the human -> checkpoint confirmation -> run -> redact ->
+//	post_tool_use hooks -> context -> audit
+//
+// Each stage is a small type with one method (Stage before the run,
+// Finisher after it) and the pipeline is a list of them (Pipeline,
+// DefaultPipeline), which later features extend without editing the
+// others: guardrails before the hooks, a budget or a sub-agent's tool
+// limits wherever they belong, a workspace snapshot at the end
+// (Pipeline.Insert). A call carries its State from stage to stage: the
+// call, its input as rewritten, the decision so far, the context for
+// the model and the notes for the audit entry.
 //
 // Deny always wins: a deny rule beats an allowing hook, and the dangerous
-// command floor beats allow rules. Each stage is a small function over one
-// call; the pipeline is the list in Before. The stages themselves live in
-// the packages below: permission (rules, modes, the shell floor), hook
+// command floor beats allow rules. The rule stages are the steps of
+// permission.Evaluate, each a stage of its own over one shared analysis
+// of the call (see ruleStage). The stages themselves live in the
+// packages below: permission (rules, modes, the shell floor), hook
 // (lifecycle hooks), secret (redaction) and audit (sinks).
 package policy
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -45,7 +56,10 @@ type Policy struct {
 	Secrets   *secret.Set
 	// Validate checks a call's input against its tool's schema (the
 	// registry's Validate); nil skips the stage (Execute validates anyway).
-	Validate  func(name string, input json.RawMessage) (json.RawMessage, error)
+	Validate func(name string, input json.RawMessage) (json.RawMessage, error)
+	// Pipeline is the list of stages calls go through; nil means
+	// DefaultPipeline(). Add a stage with DefaultPipeline().Insert.
+	Pipeline  *Pipeline
 	SessionID string
 	ActorID   string
 	Logger    *slog.Logger
@@ -90,11 +104,14 @@ type Verdict struct {
 	// Context is additional context from hooks, appended to the result
 	// the model sees.
 	Context string
-	Stage   string // the stage that decided: schema, hook, deny_rule, ask_rule, allow_rule, mode, floor, unresolved, human, checkpoint
+	Stage   string // what decided: schema, hook, deny_rule, ask_rule, allow_rule, mode, floor, unresolved, protected, human, checkpoint, or a Decision.Stage of a stage of your own
 	By      string // the rule or hook that decided, when one did
 	// Stop is set when a hook asked the run to stop (continue:false).
 	Stop       bool
 	StopReason string
+	// Notes are what stages added to the call's audit entry (State.Notes);
+	// After writes them with the outcome.
+	Notes map[string]string
 }
 
 func (p *Policy) log() *slog.Logger {
@@ -107,109 +124,13 @@ func (p *Policy) log() *slog.Logger {
 // Before decides whether c may run: every stage up to (not including) the
 // run. A denial is audited and reported to permission_denied hooks here.
 func (p *Policy) Before(ctx context.Context, c Call, human Human, checkpoint Checkpoint) Verdict {
-	v := p.before(ctx, c, human, checkpoint)
+	st := newState()
+	*st = State{Policy: p, Call: c, Input: c.Input, Human: human, Checkpoint: checkpoint}
+	v := p.pipeline().check(ctx, st)
+	freeState(st)
 	if !v.Allow {
 		p.denied(ctx, c, v)
 	}
-	return v
-}
-
-func (p *Policy) before(ctx context.Context, c Call, human Human, checkpoint Checkpoint) Verdict {
-	v := Verdict{Input: c.Input}
-	if p.Validate != nil {
-		in, err := p.Validate(c.Tool, c.Input)
-		if err != nil {
-			return Verdict{Reason: err.Error(), Stage: "schema", Input: c.Input}
-		}
-		v.Input = in
-	}
-
-	// pre_tool_use hooks: may deny, force a question, pre-approve or
-	// rewrite the input (which is then validated again).
-	hookVerdict := hook.NoOpinion
-	if p.Hooks != nil && p.Hooks.Has(hook.PreToolUse) {
-		out := p.Hooks.Run(ctx, p.hookInput(hook.PreToolUse, c, v.Input))
-		v.Context = out.AdditionalContext
-		v.Stop, v.StopReason = out.Stop, out.StopReason
-		if out.Verdict == hook.Deny {
-			return Verdict{Reason: nonEmpty(out.Reason, "blocked by a pre_tool_use hook"), Stage: "hook", By: out.Hook, Input: v.Input, Context: v.Context}
-		}
-		if len(out.UpdatedInput) > 0 {
-			in := out.UpdatedInput
-			if p.Validate != nil {
-				var err error
-				if in, err = p.Validate(c.Tool, in); err != nil {
-					return Verdict{Reason: "a hook rewrote the input into an invalid one: " + err.Error(), Stage: "hook", By: out.Hook, Input: v.Input}
-				}
-			}
-			v.Input = in
-		}
-		hookVerdict = out.Verdict
-		v.By = out.Hook
-	}
-
-	pc := p.permissionCall(c.Tool, v.Input, c.Spec.Meta)
-	d := permission.Evaluate(p.Rules, p.Mode, pc)
-	if in, ok := permission.ResolvedInput(pc); ok && d.Verdict != permission.Deny {
-		// The tool opens the path the rules judged; it refuses one that
-		// resolves elsewhere by the time it runs (a symlink swapped in).
-		v.Input = in
-	}
-	v.Stage, v.Reason = d.Stage, d.Reason
-	if d.Rule != "" {
-		v.By = d.Rule
-	}
-	verdict := d.Verdict
-	switch {
-	case verdict == permission.Deny:
-		return Verdict{Reason: d.Reason, Stage: d.Stage, By: d.Rule, Input: v.Input, Context: v.Context}
-	case hookVerdict == hook.Ask:
-		verdict = permission.Ask
-		v.Stage, v.Reason = "hook", nonEmpty(v.Reason, "a pre_tool_use hook asks for confirmation")
-	case hookVerdict == hook.Allow && d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved && d.Stage != permission.StageProtected:
-		// A hook's allow settles the question like an allow rule, but never
-		// opens the dangerous-command floor, a command that could not be
-		// analysed or a write to weft's or git's own configuration.
-		verdict = permission.Allow
-		v.Stage = "hook"
-	}
-
-	if verdict == permission.Ask {
-		if human == nil {
-			return Verdict{Reason: "no one is available to approve this call (" + d.Reason + ")", Stage: "human", Input: v.Input, Context: v.Context}
-		}
-		if p.Hooks != nil && p.Hooks.Has(hook.PermissionRequest) {
-			in := p.hookInput(hook.PermissionRequest, c, v.Input)
-			in.Reason = d.Reason
-			out := p.Hooks.Run(ctx, in)
-			switch out.Verdict {
-			case hook.Deny:
-				return Verdict{Reason: nonEmpty(out.Reason, "denied by a permission_request hook"), Stage: "hook", By: out.Hook, Input: v.Input, Context: v.Context}
-			case hook.Allow:
-				if d.Stage != permission.StageFloor && d.Stage != permission.StageUnresolved && d.Stage != permission.StageProtected {
-					verdict = permission.Allow
-					v.Stage, v.By = "hook", out.Hook
-				}
-			}
-		}
-	}
-	if verdict == permission.Ask {
-		hc := Call{ToolUseID: c.ToolUseID, Tool: c.Tool, Input: v.Input, Spec: c.Spec, Turn: c.Turn, Dangerous: d.Stage == permission.StageFloor}
-		allow, why := safeHuman(ctx, human, hc, d.Reason, p.log())
-		if !allow {
-			return Verdict{Reason: nonEmpty(why, "the user denied this tool call"), Stage: "human", Input: v.Input, Context: v.Context}
-		}
-		v.Stage, v.By = "human", ""
-	}
-
-	if c.Spec.RequiresCheckpoint {
-		req := CheckpointRequest{ToolCallID: c.ToolUseID, ToolName: c.Tool, Input: p.redactJSON(v.Input),
-			Message: fmt.Sprintf("%s is irreversible and needs confirmation before it runs", c.Tool)}
-		if checkpoint == nil || !safeCheckpoint(ctx, checkpoint, req, p.log()) {
-			return Verdict{Reason: DeniedAtCheckpoint, Stage: "checkpoint", Input: v.Input, Context: v.Context}
-		}
-	}
-	v.Allow = true
 	return v
 }
 
@@ -218,47 +139,16 @@ func (p *Policy) permissionCall(name string, input json.RawMessage, meta tool.Me
 	return permission.Call{Tool: name, Input: input, Meta: meta, Workspace: p.Workspace, ExtraDirs: p.ExtraDirs, Protected: p.Protected}
 }
 
-// After finishes a call that ran: it redacts the result, runs the
-// post_tool_use (or post_tool_use_failure) hooks and audits the outcome.
+// After finishes a call that ran, through the pipeline's finishers: it
+// redacts the result, runs the post_tool_use (or post_tool_use_failure)
+// hooks, adds their context to the result and audits the outcome. v is
+// the call's verdict from Before.
 func (p *Policy) After(ctx context.Context, c Call, v Verdict, res *tool.Result) {
-	p.RedactResult(res)
-	if p.Hooks != nil {
-		ev := hook.PostToolUse
-		if res.IsError {
-			ev = hook.PostToolUseFailure
-		}
-		if p.Hooks.Has(ev) {
-			in := p.hookInput(ev, c, v.Input)
-			out, _ := json.Marshal(map[string]any{"output": res.TextOf(), "is_error": res.IsError})
-			in.ToolResponse = p.redactJSON(out)
-			in.IsError = res.IsError
-			o := p.Hooks.Run(ctx, in)
-			if o.Verdict == hook.Deny && o.Reason != "" {
-				// Claude Code's PostToolUse "block": the tool ran, and the
-				// reason is fed back to the model.
-				v.Context = joinContext(v.Context, o.Reason)
-			}
-			v.Context = joinContext(v.Context, o.AdditionalContext)
-		}
-	}
-	if v.Context != "" {
-		res.Content = append(res.Content, tool.Text(p.redact(v.Context)).Content...)
-	}
-	if p.Audit == nil {
-		return
-	}
-	e := p.entry(c, v.Input)
-	e.Outcome = "allowed"
-	e.Extra = map[string]string{"stage": v.Stage}
-	if v.By != "" {
-		e.Extra["by"] = v.By
-	}
-	if n, ok := secretCount(res.Data); ok {
-		e.Outcome, e.Reason = "blocked", fmt.Sprintf("secret_detected:count=%d", n)
-	} else if res.IsError {
-		e.Outcome, e.Reason = "error", firstLine(res.TextOf())
-	}
-	p.write(e)
+	st := newState()
+	*st = State{Policy: p, Call: c, Input: v.Input, Context: v.Context, Stop: v.Stop, StopReason: v.StopReason, Notes: v.Notes, Result: res,
+		Decision: Decision{Verdict: permission.Allow, Reason: v.Reason, Stage: v.Stage, By: v.By}}
+	p.pipeline().finish(ctx, st)
+	freeState(st)
 }
 
 // RedactResult replaces registered secret values in a result: its content
@@ -282,10 +172,7 @@ func (p *Policy) denied(ctx context.Context, c Call, v Verdict) {
 func (p *Policy) auditDenial(c Call, v Verdict) {
 	e := p.entry(c, v.Input)
 	e.Outcome, e.Reason = "blocked", v.Reason
-	e.Extra = map[string]string{"stage": v.Stage}
-	if v.By != "" {
-		e.Extra["by"] = v.By
-	}
+	e.Extra = auditExtra(v.Notes, v.Stage, v.By)
 	if v.Stage == "schema" {
 		e.Outcome = "error"
 	}

@@ -24,6 +24,13 @@ type Settings struct {
 	// SecretScanning configures the scan of Write/Edit content (weft's
 	// own key; Claude Code has none).
 	SecretScanning *SecretScanning `json:"secretScanning,omitempty"`
+	// MCP servers and the approval of project servers, in Claude Code's
+	// keys; read by tool/mcp (through cmd/weft), which also decides which
+	// scopes may approve.
+	MCPServers                 json.RawMessage `json:"mcpServers,omitempty"`
+	EnableAllProjectMcpServers *bool           `json:"enableAllProjectMcpServers,omitempty"`
+	EnabledMcpjsonServers      []string        `json:"enabledMcpjsonServers,omitempty"`
+	DisabledMcpjsonServers     []string        `json:"disabledMcpjsonServers,omitempty"`
 }
 
 // SecretScanning is the "secretScanning" settings object. Scanning is on

@@ -28,7 +28,11 @@ var (
 )
 
 // Background owns background tasks (published workflows running detached,
-// task_* tools) and the schedules that submit them.
+// Bash commands given run_in_background, task_* tools) and the schedules
+// that submit them. Its tasks belong to the server, not to the session
+// whose model started one: they outlive the turn and the session, any
+// session's task tools reach them by id, and Close (server shutdown) kills
+// what still runs.
 type Background struct {
 	Tasks     *task.Registry
 	Schedules *schedule.Scheduler

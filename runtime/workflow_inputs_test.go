@@ -13,7 +13,7 @@ import (
 
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/schedule"
+	"github.com/weft-run/weft/schedule/schedtest"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -147,7 +147,7 @@ func TestScheduleChecksItsWorkflow(t *testing.T) {
 	e := newInputsEnv(t)
 	published := e.workflow(t, `{"pattern":"{{inputs.pattern}}"}`, true)
 	draft := e.workflow(t, `{"pattern":"{{inputs.pattern}}"}`, false)
-	clock := schedule.NewFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	clock := schedtest.NewFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 	bg, err := runtime.NewBackground(context.Background(), runtime.BackgroundConfig{Runs: e.runs, Schedules: e.db, Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package schedule
+package schedule_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weft-run/weft/schedule"
 )
 
 // TestCreateChecksTheWorkflow: a schedule whose workflow could not run
@@ -28,16 +30,16 @@ func TestCreateChecksTheWorkflow(t *testing.T) {
 		}
 		return nil
 	}
-	s, _, subs := newTest(t, Options{Check: check})
+	s, _, subs := newTest(t, schedule.Options{Check: check})
 	tests := []struct {
-		req     Request
+		req     schedule.Request
 		wantErr error
 	}{
-		{Request{WorkflowID: "draft", IntervalSeconds: 60, RunImmediately: true}, errUnpublished},
-		{Request{WorkflowID: "grep", IntervalSeconds: 60}, errInputs},
-		{Request{WorkflowID: "grep", Inputs: json.RawMessage(` {"word":"x"} `), IntervalSeconds: 60}, nil},
+		{schedule.Request{WorkflowID: "draft", IntervalSeconds: 60, RunImmediately: true}, errUnpublished},
+		{schedule.Request{WorkflowID: "grep", IntervalSeconds: 60}, errInputs},
+		{schedule.Request{WorkflowID: "grep", Inputs: json.RawMessage(` {"word":"x"} `), IntervalSeconds: 60}, nil},
 		// The request's own checks come first: the checker is not asked.
-		{Request{WorkflowID: "grep", IntervalSeconds: 1}, ErrInvalid},
+		{schedule.Request{WorkflowID: "grep", IntervalSeconds: 1}, schedule.ErrInvalid},
 	}
 	for i, tc := range tests {
 		_, err := s.Create(context.Background(), tc.req)
@@ -62,8 +64,8 @@ func TestCreateChecksTheWorkflow(t *testing.T) {
 // on; the next successful firing clears them.
 func TestFailedFiringIsRecorded(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
-	sch := mustCreate(t, s, Request{WorkflowID: "wf", IntervalSeconds: 60})
+	s, clock, subs := newTest(t, schedule.Options{})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "wf", IntervalSeconds: 60})
 	subs.mu.Lock()
 	subs.fail["wf"] = errors.New(`workflow "wf" is not published: publish it to run it in the background`)
 	subs.mu.Unlock()

@@ -1,4 +1,4 @@
-package schedule
+package schedule_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/schedule"
+	"github.com/weft-run/weft/schedule/schedtest"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -61,17 +63,17 @@ func openDB(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
-func newTest(t *testing.T, opt Options) (*Scheduler, *FakeClock, *submissions) {
+func newTest(t *testing.T, opt schedule.Options) (*schedule.Scheduler, *schedtest.FakeClock, *submissions) {
 	t.Helper()
-	clock := NewFakeClock(t0)
+	clock := schedtest.NewFakeClock(t0)
 	opt.Clock = clock
 	subs := newSubmissions()
-	return NewScheduler(openDB(t, ":memory:"), subs.submit, opt), clock, subs
+	return schedule.NewScheduler(openDB(t, ":memory:"), subs.submit, opt), clock, subs
 }
 
 func boolp(b bool) *bool { return &b }
 
-func mustCreate(t *testing.T, s *Scheduler, req Request) store.Schedule {
+func mustCreate(t *testing.T, s *schedule.Scheduler, req schedule.Request) store.Schedule {
 	t.Helper()
 	sch, err := s.Create(context.Background(), req)
 	if err != nil {
@@ -80,7 +82,7 @@ func mustCreate(t *testing.T, s *Scheduler, req Request) store.Schedule {
 	return sch
 }
 
-func mustFire(t *testing.T, s *Scheduler, want int) []store.Schedule {
+func mustFire(t *testing.T, s *schedule.Scheduler, want int) []store.Schedule {
 	t.Helper()
 	fired, err := s.FireDue(context.Background())
 	if err != nil {
@@ -94,24 +96,24 @@ func mustFire(t *testing.T, s *Scheduler, want int) []store.Schedule {
 
 func TestCreateValidation(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newTest(t, Options{})
+	s, _, _ := newTest(t, schedule.Options{})
 	tests := []struct {
 		name string
-		req  Request
+		req  schedule.Request
 		msg  string
 	}{
-		{"no workflow", Request{WorkflowID: "  ", IntervalSeconds: 60}, "workflowId is required"},
-		{"interval too short", Request{WorkflowID: "w", IntervalSeconds: 59}, "intervalSeconds must be at least 60 (got 59)"},
-		{"interval past expiry", Request{WorkflowID: "w", IntervalSeconds: 8 * 86400}, "must be at most 604800"},
-		{"inputs an array", Request{WorkflowID: "w", IntervalSeconds: 60, Inputs: json.RawMessage(`[1]`)}, "inputs must be a JSON object"},
-		{"inputs broken", Request{WorkflowID: "w", IntervalSeconds: 60, Inputs: json.RawMessage(`{"a":`)}, "inputs must be a JSON object"},
+		{"no workflow", schedule.Request{WorkflowID: "  ", IntervalSeconds: 60}, "workflowId is required"},
+		{"interval too short", schedule.Request{WorkflowID: "w", IntervalSeconds: 59}, "intervalSeconds must be at least 60 (got 59)"},
+		{"interval past expiry", schedule.Request{WorkflowID: "w", IntervalSeconds: 8 * 86400}, "must be at most 604800"},
+		{"inputs an array", schedule.Request{WorkflowID: "w", IntervalSeconds: 60, Inputs: json.RawMessage(`[1]`)}, "inputs must be a JSON object"},
+		{"inputs broken", schedule.Request{WorkflowID: "w", IntervalSeconds: 60, Inputs: json.RawMessage(`{"a":`)}, "inputs must be a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := s.Create(context.Background(), tt.req)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.msg) {
-				t.Fatalf("err = %v, want ErrInvalid with %q", err, tt.msg)
+			if !errors.Is(err, schedule.ErrInvalid) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("err = %v, want schedule.ErrInvalid with %q", err, tt.msg)
 			}
 		})
 	}
@@ -122,8 +124,8 @@ func TestCreateValidation(t *testing.T) {
 
 func TestRecurring(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
-	sch := mustCreate(t, s, Request{WorkflowID: "digest", Inputs: json.RawMessage(` {"n": 1} `), IntervalSeconds: 60})
+	s, clock, subs := newTest(t, schedule.Options{})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "digest", Inputs: json.RawMessage(` {"n": 1} `), IntervalSeconds: 60})
 	if !sch.Active || !sch.Recurring || !sch.NextRunAt.Equal(t0.Add(time.Minute)) || !sch.ExpiresAt.Equal(t0.Add(7*day)) ||
 		!sch.CreatedAt.Equal(t0) || sch.RunCount != 0 || !strings.HasPrefix(sch.ID, "sched_") {
 		t.Fatalf("created = %+v", sch)
@@ -149,8 +151,8 @@ func TestRecurring(t *testing.T) {
 
 func TestOneShot(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
-	sch := mustCreate(t, s, Request{WorkflowID: "remind", IntervalSeconds: 300, Recurring: boolp(false)})
+	s, clock, subs := newTest(t, schedule.Options{})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "remind", IntervalSeconds: 300, Recurring: boolp(false)})
 	if sch.Recurring || !sch.Active {
 		t.Fatalf("created = %+v", sch)
 	}
@@ -170,8 +172,8 @@ func TestOneShot(t *testing.T) {
 
 func TestRunImmediately(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
-	sch := mustCreate(t, s, Request{WorkflowID: "w", IntervalSeconds: 120, RunImmediately: true})
+	s, clock, subs := newTest(t, schedule.Options{})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "w", IntervalSeconds: 120, RunImmediately: true})
 	if sch.RunCount != 1 || sch.LastTaskID != "task_1" || !sch.LastRunAt.Equal(t0) || !sch.NextRunAt.Equal(t0.Add(2*time.Minute)) || !sch.Active {
 		t.Fatalf("created = %+v", sch)
 	}
@@ -179,7 +181,7 @@ func TestRunImmediately(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	mustFire(t, s, 1)
 
-	once := mustCreate(t, s, Request{WorkflowID: "w", IntervalSeconds: 120, Recurring: boolp(false), RunImmediately: true})
+	once := mustCreate(t, s, schedule.Request{WorkflowID: "w", IntervalSeconds: 120, Recurring: boolp(false), RunImmediately: true})
 	if once.Active || once.RunCount != 1 {
 		t.Fatalf("immediate one-shot = %+v", once)
 	}
@@ -192,7 +194,7 @@ func TestRunImmediately(t *testing.T) {
 	subs.mu.Lock()
 	subs.fail["broken"] = errors.New(`input "city" is required`)
 	subs.mu.Unlock()
-	_, err := s.Create(context.Background(), Request{WorkflowID: "broken", IntervalSeconds: 60, RunImmediately: true})
+	_, err := s.Create(context.Background(), schedule.Request{WorkflowID: "broken", IntervalSeconds: 60, RunImmediately: true})
 	if err == nil || !strings.Contains(err.Error(), `first run of workflow broken: input "city" is required`) {
 		t.Fatalf("failing first run: err = %v", err)
 	}
@@ -204,8 +206,8 @@ func TestRunImmediately(t *testing.T) {
 
 func TestFailedFiringMovesOn(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
-	sch := mustCreate(t, s, Request{WorkflowID: "broken", IntervalSeconds: 60})
+	s, clock, subs := newTest(t, schedule.Options{})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "broken", IntervalSeconds: 60})
 	subs.mu.Lock()
 	subs.fail["broken"] = errors.New("workflow deleted")
 	subs.mu.Unlock()
@@ -219,8 +221,8 @@ func TestFailedFiringMovesOn(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
-	sch := mustCreate(t, s, Request{WorkflowID: "daily", IntervalSeconds: 86400})
+	s, clock, subs := newTest(t, schedule.Options{})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "daily", IntervalSeconds: 86400})
 	for range 6 {
 		clock.Advance(day)
 		mustFire(t, s, 1)
@@ -240,22 +242,22 @@ func TestExpiry(t *testing.T) {
 
 func TestMaxActive(t *testing.T) {
 	t.Parallel()
-	s, clock, _ := newTest(t, Options{})
+	s, clock, _ := newTest(t, schedule.Options{})
 	var first store.Schedule
-	for i := range DefaultMaxActive {
-		sch := mustCreate(t, s, Request{WorkflowID: fmt.Sprint("w", i), IntervalSeconds: 3600})
+	for i := range schedule.DefaultMaxActive {
+		sch := mustCreate(t, s, schedule.Request{WorkflowID: fmt.Sprint("w", i), IntervalSeconds: 3600})
 		if i == 0 {
 			first = sch
 		}
 	}
-	_, err := s.Create(context.Background(), Request{WorkflowID: "one-more", IntervalSeconds: 3600})
-	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "at most 50 schedules may be active") {
+	_, err := s.Create(context.Background(), schedule.Request{WorkflowID: "one-more", IntervalSeconds: 3600})
+	if !errors.Is(err, schedule.ErrTooMany) || !strings.Contains(err.Error(), "at most 50 schedules may be active") {
 		t.Fatalf("51st: err = %v", err)
 	}
 	if err := s.Delete(context.Background(), first.ID); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, s, Request{WorkflowID: "one-more", IntervalSeconds: 3600})
+	mustCreate(t, s, schedule.Request{WorkflowID: "one-more", IntervalSeconds: 3600})
 	if err := s.Delete(context.Background(), first.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("deleting twice: %v", err)
 	}
@@ -264,17 +266,17 @@ func TestMaxActive(t *testing.T) {
 	}
 	// Expired schedules do not count, even before a pass deactivates them.
 	clock.Advance(7 * day)
-	mustCreate(t, s, Request{WorkflowID: "after-expiry", IntervalSeconds: 3600})
+	mustCreate(t, s, schedule.Request{WorkflowID: "after-expiry", IntervalSeconds: 3600})
 }
 
 func TestLimitsConfigurable(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newTest(t, Options{MaxActive: 1, MinInterval: 10 * time.Second, TTL: time.Hour})
-	sch := mustCreate(t, s, Request{WorkflowID: "w", IntervalSeconds: 10})
+	s, _, _ := newTest(t, schedule.Options{MaxActive: 1, MinInterval: 10 * time.Second, TTL: time.Hour})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "w", IntervalSeconds: 10})
 	if !sch.ExpiresAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("expires %v", sch.ExpiresAt)
 	}
-	if _, err := s.Create(context.Background(), Request{WorkflowID: "w", IntervalSeconds: 10}); !errors.Is(err, ErrTooMany) {
+	if _, err := s.Create(context.Background(), schedule.Request{WorkflowID: "w", IntervalSeconds: 10}); !errors.Is(err, schedule.ErrTooMany) {
 		t.Fatalf("second with MaxActive 1: %v", err)
 	}
 }
@@ -285,21 +287,21 @@ func TestLimitsConfigurable(t *testing.T) {
 func TestPersistsAcrossRestart(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "weft.db")
-	clock := NewFakeClock(t0)
+	clock := schedtest.NewFakeClock(t0)
 	before := newSubmissions()
 	db1, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1 := NewScheduler(db1, before.submit, Options{Clock: clock})
-	sch := mustCreate(t, s1, Request{WorkflowID: "w", IntervalSeconds: 60, Inputs: json.RawMessage(`{"big":12345678901234567890}`)})
+	s1 := schedule.NewScheduler(db1, before.submit, schedule.Options{Clock: clock})
+	sch := mustCreate(t, s1, schedule.Request{WorkflowID: "w", IntervalSeconds: 60, Inputs: json.RawMessage(`{"big":12345678901234567890}`)})
 	if err := db1.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	clock.Advance(3*time.Minute + 30*time.Second)
 	after := newSubmissions()
-	s2 := NewScheduler(openDB(t, path), after.submit, Options{Clock: clock})
+	s2 := schedule.NewScheduler(openDB(t, path), after.submit, schedule.Options{Clock: clock})
 	if err := s2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +330,7 @@ func TestPersistsAcrossRestart(t *testing.T) {
 // TestLoop drives the background loop with the fake clock only.
 func TestLoop(t *testing.T) {
 	t.Parallel()
-	s, clock, subs := newTest(t, Options{})
+	s, clock, subs := newTest(t, schedule.Options{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +338,8 @@ func TestLoop(t *testing.T) {
 	if err := s.Start(context.Background()); err == nil {
 		t.Fatal("started twice")
 	}
-	sch := mustCreate(t, s, Request{WorkflowID: "w", IntervalSeconds: 60})
-	once := mustCreate(t, s, Request{WorkflowID: "once", IntervalSeconds: 90, Recurring: boolp(false)})
+	sch := mustCreate(t, s, schedule.Request{WorkflowID: "w", IntervalSeconds: 60})
+	once := mustCreate(t, s, schedule.Request{WorkflowID: "once", IntervalSeconds: 90, Recurring: boolp(false)})
 	next := func() string {
 		t.Helper()
 		select {
@@ -377,7 +379,7 @@ func TestLoop(t *testing.T) {
 
 func TestTool(t *testing.T) {
 	t.Parallel()
-	s, _, subs := newTest(t, Options{})
+	s, _, subs := newTest(t, schedule.Options{})
 	reg, err := tool.NewRegistry(s.Tool())
 	if err != nil {
 		t.Fatal(err)
@@ -407,44 +409,16 @@ func TestTool(t *testing.T) {
 	}
 }
 
-func TestFakeClock(t *testing.T) {
+// TestRealClock: the system clock's timer fires and it reads the time.
+func TestRealClock(t *testing.T) {
 	t.Parallel()
-	c := NewFakeClock(t0)
-	a, b, gone := c.NewTimer(2*time.Second), c.NewTimer(time.Second), c.NewTimer(time.Second)
-	if !gone.Stop() || gone.Stop() {
-		t.Fatal("Stop should report true once")
-	}
-	if now := c.NewTimer(0); (<-now.C()) != t0 {
-		t.Fatal("a zero timer should fire at once")
-	}
-	if c.Timers() != 2 {
-		t.Fatalf("%d timers", c.Timers())
-	}
-	c.Advance(1500 * time.Millisecond)
-	select {
-	case at := <-b.C():
-		if !at.Equal(t0.Add(time.Second)) {
-			t.Fatalf("fired at %v", at)
-		}
-	default:
-		t.Fatal("b did not fire")
-	}
-	select {
-	case <-a.C():
-		t.Fatal("a fired early")
-	case <-gone.C():
-		t.Fatal("a stopped timer fired")
-	default:
-	}
-	c.Advance(time.Second)
-	<-a.C()
-	if !c.Now().Equal(t0.Add(2500*time.Millisecond)) || a.Stop() {
-		t.Fatalf("now %v", c.Now())
-	}
-	var real Clock = RealClock()
-	tm := real.NewTimer(time.Millisecond)
+	c := schedule.RealClock()
+	tm := c.NewTimer(time.Millisecond)
 	<-tm.C()
-	if real.Now().IsZero() {
+	if c.Now().IsZero() {
 		t.Fatal("real clock")
+	}
+	if tm.Stop() {
+		t.Fatal("Stop of a fired timer reported true")
 	}
 }

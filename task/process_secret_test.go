@@ -31,7 +31,7 @@ func TestProcessTaskEnvironmentIsScrubbed(t *testing.T) {
 	for _, tt := range tests {
 		cmd := exec.Command("sh", "-c", `echo "[$WEFT_BEARER_TOKEN][$OPENAI_API_KEY][$ANTHROPIC_AUTH_TOKEN]$TASK_ENV_TEST_KEPT[$CALLER]"`)
 		cmd.Env = tt.env
-		sub, err := r.SubmitProcess(context.Background(), tt.name, cmd)
+		sub, err := r.SubmitProcess(context.Background(), tt.name, cmd, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestProcessOutputIsRedactedBeforeItIsCut(t *testing.T) {
 		{"pass-through variable", `echo "$PROC_TOKEN"`},
 	}
 	for _, tt := range tests {
-		sub, err := r.SubmitProcess(context.Background(), tt.name, exec.Command("sh", "-c", tt.script))
+		sub, err := r.SubmitProcess(context.Background(), tt.name, exec.Command("sh", "-c", tt.script), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,8 @@
 // Package task is the registry of background tasks: the live handles of
-// workflow runs started in the background and of processes, which a model
-// polls (task_output), waits on (task_wait, up to 20 at once) and stops
-// (task_kill) while it goes on with other work (seed 001, "后台任务").
+// workflow runs started in the background and of processes (Bash commands
+// given run_in_background), which a model polls (task_output), waits on
+// (task_wait, up to 20 at once) and stops (task_kill) while it goes on with
+// other work (seed 001, "后台任务").
 //
 // The registry lives in memory: a task is a handle, not a record. The runs
 // behind workflow tasks persist in the store on their own; after a restart
@@ -50,6 +51,7 @@ const (
 	DefaultTermGrace    = 5 * time.Second
 	DefaultKillGrace    = 5 * time.Second
 	DefaultKeepFinished = 1000
+	DefaultMaxProcesses = 16
 )
 
 // Errors callers branch on (errors.Is).
@@ -63,6 +65,8 @@ var (
 	ErrInvalid = errors.New("invalid task request")
 	// ErrClosed: the registry was closed and takes no new tasks.
 	ErrClosed = errors.New("task registry is closed")
+	// ErrTooMany: Options.MaxProcesses process tasks are running already.
+	ErrTooMany = errors.New("too many background processes")
 )
 
 // Task is the state of one background task, as the list endpoint and the
@@ -118,6 +122,9 @@ type Options struct {
 	// KeepFinished bounds how many finished tasks stay listed; the oldest
 	// finished go first. Zero means DefaultKeepFinished.
 	KeepFinished int
+	// MaxProcesses bounds how many process tasks run at once; SubmitProcess
+	// fails with ErrTooMany beyond it. Zero means DefaultMaxProcesses.
+	MaxProcesses int
 	// Secrets are the registered secrets: process tasks get the ones
 	// passed through as variables (secret.ToolEnv), and their output is
 	// redacted before it is capped. nil means none.
@@ -141,6 +148,7 @@ type Registry struct {
 	finished []string // ids in the order they finished, for KeepFinished
 	changed  chan struct{}
 	closed   bool
+	procs    int // process tasks holding a slot of MaxProcesses
 }
 
 // entry is a task with the means to stop it. t is guarded by Registry.mu.
@@ -156,6 +164,12 @@ type entry struct {
 	signal func(syscall.Signal) error
 	// abandon cancels the work's context: the last resort of Kill.
 	abandon context.CancelFunc
+	// slot: the task holds one of Options.MaxProcesses until it ends.
+	slot bool
+	// out is a process task's kept output (nil when its caller took the
+	// output itself); read is where the next ReadOutput starts.
+	out  *tailBuffer
+	read int64
 }
 
 // outcome is how a task's work ended.
@@ -179,6 +193,9 @@ func NewRegistry(runner WorkflowRunner, opt Options) *Registry {
 	}
 	if opt.KeepFinished <= 0 {
 		opt.KeepFinished = DefaultKeepFinished
+	}
+	if opt.MaxProcesses <= 0 {
+		opt.MaxProcesses = DefaultMaxProcesses
 	}
 	log := opt.Logger
 	if log == nil {
@@ -370,6 +387,10 @@ func (r *Registry) finish(e *entry, o outcome) {
 	t := e.t
 	t.Status, t.Result, t.Error = o.status, o.result, o.err
 	t.FinishedAt = r.opt.Now()
+	if e.slot {
+		e.slot = false
+		r.procs--
+	}
 	r.mu.Unlock()
 	if e.abandon != nil {
 		e.abandon() // release the context's resources
@@ -548,7 +569,9 @@ func (r *Registry) states(entries []*entry) []Task {
 // function's context is cancelled, a process gets SIGINT); after
 // Options.TermGrace, SIGTERM to a process task's group; after
 // Options.KillGrace, SIGKILL; after another KillGrace the registry stops
-// waiting and marks the task cancelled anyway. Killing a finished task,
+// waiting and marks the task cancelled anyway. Once a process task has
+// ended, SIGKILL goes to its group as well, for children the earlier
+// steps left behind. Killing a finished task,
 // or one already being killed, does nothing. ErrUnknownTask.
 func (r *Registry) Kill(id string) error {
 	e, err := r.lookup(id)
@@ -580,6 +603,14 @@ func (r *Registry) escalate(e *entry) {
 		case <-tm.C:
 			return false
 		}
+	}
+	if e.signal != nil {
+		// Whatever the steps below achieve, nothing of a killed process
+		// task's group is left: children the cooperative step missed (a
+		// shell's "cmd &" ignores SIGINT) and that kept no pipe open
+		// would outlive the task. SIGKILL reaches only processes still in
+		// the group; once they are all gone the call finds none.
+		defer func() { _ = e.signal(syscall.SIGKILL) }()
 	}
 	e.stop()
 	if wait(r.opt.TermGrace) {

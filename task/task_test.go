@@ -439,7 +439,7 @@ func TestProcessExit(t *testing.T) {
 		{"echo partial; exit 3", StatusFailed, 3, "partial\n"},
 	}
 	for _, tt := range tests {
-		sub, err := r.SubmitProcess(context.Background(), "", exec.Command("sh", "-c", tt.script))
+		sub, err := r.SubmitProcess(context.Background(), "", exec.Command("sh", "-c", tt.script), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,7 +452,7 @@ func TestProcessExit(t *testing.T) {
 			t.Fatalf("%q: task = %+v, result = %+v", tt.script, got, pr)
 		}
 	}
-	if _, err := r.SubmitProcess(context.Background(), "", exec.Command("/nonexistent/weft-test")); err == nil {
+	if _, err := r.SubmitProcess(context.Background(), "", exec.Command("/nonexistent/weft-test"), nil); err == nil {
 		t.Fatal("a missing binary started")
 	}
 }
@@ -461,7 +461,7 @@ func TestProcessOutputCap(t *testing.T) {
 	t.Parallel()
 	r := newTestRegistry(t, nil, Options{})
 	script := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo END", ProcessOutputCap+100)
-	sub, err := r.SubmitProcess(context.Background(), "big", exec.Command("sh", "-c", script))
+	sub, err := r.SubmitProcess(context.Background(), "big", exec.Command("sh", "-c", script), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestKillProcessEscalates(t *testing.T) {
 			defer pr.Close()
 			cmd := exec.Command("sh", "-c", tt.script)
 			cmd.Stdout = pw
-			sub, err := r.SubmitProcess(context.Background(), tt.name, cmd)
+			sub, err := r.SubmitProcess(context.Background(), tt.name, cmd, nil)
 			pw.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -102,20 +102,38 @@ func TestToolErrors(t *testing.T) {
 
 func TestToolMeta(t *testing.T) {
 	t.Parallel()
-	r := newTestRegistry(t, nil, Options{})
 	readOnly := map[string]bool{"task_submit_workflow": false, "task_output": true, "task_wait": true, "task_kill": false, "task_list": true}
-	tools := r.Tools()
-	if len(tools) != len(readOnly) {
-		t.Fatalf("%d tools", len(tools))
+	tests := []struct {
+		name   string
+		runner WorkflowRunner
+		want   int
+	}{
+		{"with workflows", newMemRunner(testWorkflows(nil, nil)), 5},
+		// No runner (weft run and chat): no task_submit_workflow, a tool
+		// that could only fail.
+		{"processes only", nil, 4},
 	}
-	for _, tl := range tools {
-		s := tl.Spec()
-		want, ok := readOnly[s.Name]
-		if !ok || s.ReadOnly != want || s.ConcurrencySafe != want || s.Description == "" {
-			t.Errorf("%s: read-only %v concurrency-safe %v, want %v", s.Name, s.ReadOnly, s.ConcurrencySafe, want)
+	for _, tt := range tests {
+		r := newTestRegistry(t, tt.runner, Options{})
+		tools := r.Tools()
+		if len(tools) != tt.want {
+			t.Fatalf("%s: %d tools, want %d", tt.name, len(tools), tt.want)
 		}
-		if want && s.Timeout <= MaxToolWait && s.Name != "task_list" {
-			t.Errorf("%s: timeout %v shorter than the longest wait", s.Name, s.Timeout)
+		for _, tl := range tools {
+			s := tl.Spec()
+			want, ok := readOnly[s.Name]
+			if !ok || s.ReadOnly != want || s.ConcurrencySafe != want || s.Description == "" {
+				t.Errorf("%s: read-only %v concurrency-safe %v, want %v", s.Name, s.ReadOnly, s.ConcurrencySafe, want)
+			}
+			if want && s.Timeout <= MaxToolWait && s.Name != "task_list" {
+				t.Errorf("%s: timeout %v shorter than the longest wait", s.Name, s.Timeout)
+			}
+			if (s.Name == "task_output" || s.Name == "task_kill") && s.OutputCap <= ToolReadMax {
+				t.Errorf("%s: output cap %d would cut the newest output", s.Name, s.OutputCap)
+			}
+			if s.Name == "task_submit_workflow" && tt.runner == nil {
+				t.Errorf("task_submit_workflow offered without workflows")
+			}
 		}
 	}
 }

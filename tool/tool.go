@@ -4,6 +4,14 @@
 // validates arguments, enforces the deadline, recovers panics, caps output
 // and always yields exactly one result per call, so a tool author cannot
 // break the protocol.
+//
+// Everything the engine needs to know about a tool is in its Meta, never
+// in its name: the permission layer keys on ReadOnly, Effect and
+// Permission; the agent loop runs ConcurrencySafe calls in parallel, lets
+// calls of other tools that declare a PathArg run in parallel on distinct
+// paths, and ends the run after a call of an EndsTurn tool. A tool of your
+// own (or an MCP server's) that declares the same Meta as a builtin is
+// treated the same way.
 package tool
 
 import (
@@ -56,6 +64,18 @@ type Meta struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// OutputCap in characters: 0 means DefaultOutputCap, negative means none.
 	OutputCap int `json:"output_cap,omitempty"`
+	// PathArg names the input field holding the one path a call changes
+	// (Write's and Edit's "file_path"). Calls of a tool that is not
+	// ConcurrencySafe may then run in parallel with other such calls as
+	// long as no two name the same path (compared as the policy passes
+	// the input on: weft's file tools get resolved paths). "" means calls
+	// of the tool run alone.
+	PathArg string `json:"path_arg,omitempty"`
+	// EndsTurn says that a call which succeeds hands the turn to the user
+	// (AskUserQuestion: the answer comes as the next user message), so the
+	// loop ends the run after the turn's tool calls instead of calling the
+	// model again.
+	EndsTurn bool `json:"ends_turn,omitempty"`
 }
 
 // Spec declares a tool.

@@ -11,14 +11,19 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 // agentFlags are shared by run and chat.
@@ -33,6 +38,10 @@ type agentFlags struct {
 	permissionMode string
 	yes            bool
 	policyFlags
+	mcp mcpFlags
+	// mcpServers is set by build when MCP servers are connected (chat's
+	// /mcp__server__prompt commands use it).
+	mcpServers *mcp.Manager
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -46,6 +55,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.permissionMode, "permission-mode", "", "default (ask before anything that is not read-only) | plan (read-only tools only) | auto (file edits in the workspace run, shell asks) | bypass (ask nothing) (default: $WEFT_PERMISSION_MODE or default)")
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
+	a.mcp.register(f)
 }
 
 const defaultSystem = `You are weft, a coding agent working in the user's workspace through tools.
@@ -110,14 +120,32 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		bp.close()
 		return nil, nil, err
 	}
+	tasks, closeTasks := newCLITasks(bp.pol, log)
 	closeAll := func() error {
+		closeTasks()                                 // before the hooks: killed tasks fire task_completed
 		_ = bp.pol.Hooks.Close(context.Background()) // each hook has its own timeout
 		return errors.Join(closeModel(), bp.close())
 	}
-	reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	reg, err := cliTools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}, tasks)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
+	}
+	ap := newApprover(lines, out)
+	mcpSetup, err := loadMCP(env, ws, bp.sources, a.mcp)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	servers, err := mcpStart(env, mcpSetup, reg, bp.pol.ExtraDirs, bp.toolEnv(), set, lines, ap, log)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if servers != nil {
+		closeRest := closeAll
+		closeAll = func() error { _ = servers.Close(); return closeRest() }
+		a.mcpServers = servers
 	}
 	system := a.system
 	if system == "" {
@@ -126,13 +154,55 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	ag, err := agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
-		Policy: bp.pol, Approve: newApprover(lines, out).approve, Logger: log,
+		Policy: bp.pol, Approve: ap.approve, Logger: log,
 	})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
 	return ag, closeAll, nil
+}
+
+// cliTaskCloseTimeout bounds how long weft run and chat wait, when they
+// exit, for background commands to stop before they SIGKILL what is left.
+const cliTaskCloseTimeout = 3 * time.Second
+
+// newCLITasks returns the task registry of one weft run or chat: the
+// commands Bash runs in the background (run_in_background) belong to it,
+// and the returned close kills whatever of them still runs, as the command
+// exits. The task_created and task_completed hooks fire as under weft
+// serve, in the background (the registry calls them on its own
+// goroutines, which a hook must not hold up); the hook manager's Close
+// waits for them.
+func newCLITasks(pol *policy.Policy, log *slog.Logger) (*task.Registry, func()) {
+	fire := func(ev hook.Event) func(task.Task) {
+		return func(t task.Task) {
+			if pol.Hooks == nil || !pol.Hooks.Has(ev) {
+				return
+			}
+			in := pol.HookInput(ev)
+			in.TaskID, in.TaskDescription = t.ID, t.Description
+			in.Extra = map[string]any{"status": t.Status}
+			pol.Hooks.Go(context.Background(), in)
+		}
+	}
+	tasks := task.NewRegistry(nil, task.Options{Logger: log, Secrets: pol.Secrets,
+		OnCreated: fire(hook.TaskCreated), OnCompleted: fire(hook.TaskCompleted)})
+	return tasks, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cliTaskCloseTimeout)
+		defer cancel()
+		if err := tasks.Close(ctx); err != nil {
+			log.Warn("background commands did not stop in time; killed", "error", err)
+		}
+	}
+}
+
+// cliTools is the tool registry of weft run and chat (and what weft tools
+// lists): the builtin tools, with Bash's run_in_background starting
+// commands as tasks of tasks, and the task tools that read and stop them.
+func cliTools(cfg builtin.Config, tasks *task.Registry) (*tool.Registry, error) {
+	cfg.Background = tasks
+	return tool.NewRegistry(append(builtin.Tools(cfg), tasks.Tools()...)...)
 }
 
 // userAuditPath is the default JSONL audit log of every command:

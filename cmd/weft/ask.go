@@ -99,6 +99,9 @@ func runAsk(cmd *cobra.Command, env environ, o askOptions, args []string) error 
 		Messages:  []llm.Message{llm.UserText(prompt)},
 		MaxTokens: o.maxTokens,
 		Thinking:  level,
+		// One call: a cache write would cost more (Anthropic: 1.25x) and
+		// nothing would read it back.
+		Cache: llm.CacheOff,
 	}
 	if req.MaxTokens == 0 {
 		req.MaxTokens = min(info.MaxOutputTokens, 8192)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 func newChatCmd(env environ) *cobra.Command {
@@ -44,7 +45,7 @@ clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
 			intr := make(chan os.Signal, 1)
 			signal.Notify(intr, os.Interrupt)
 			defer signal.Stop(intr)
-			return chat(cmd.Context(), env, a, lines, showThinking, intr)
+			return chat(cmd.Context(), env, a, lines, showThinking, intr, f.mcpServers)
 		},
 	}
 	f.register(cmd.Flags())
@@ -58,7 +59,7 @@ const exitWindow = 2 * time.Second
 
 // chat is the REPL. interrupts delivers Ctrl-C (SIGINT); ctx ends on
 // SIGTERM only.
-func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal) error {
+func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal, mcpServers *mcp.Manager) error {
 	s := a.NewSession()
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
@@ -102,7 +103,14 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			continue
 		case "/help":
 			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /cost usage and cost so far")
+			mcpHelp(mcpServers, env.stdout)
 			continue
+		}
+		if strings.HasPrefix(line, "/mcp__") {
+			var ok bool
+			if line, ok = mcpSlash(ctx, mcpServers, line, env.stderr); !ok {
+				continue
+			}
 		}
 		if strings.HasPrefix(line, "/") {
 			fmt.Fprintf(env.stderr, "unknown command %s (/help lists them)\n", line)

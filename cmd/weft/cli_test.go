@@ -156,6 +156,35 @@ func TestRunBinary(t *testing.T) {
 			stderr:  []string{"error: openai: auth (HTTP 401)", "hint: the API key was rejected"},
 		},
 		{
+			name:    "a retry is printed once, by its cause",
+			scripts: []llmtest.Script{{Status: 529}, answer},
+			args:    []string{"run", "hi"},
+			stdout:  []string{"One TODO: ship it."},
+			check: func(t *testing.T, r cliResult, fake *llmtest.Server) {
+				var lines []string
+				for _, l := range strings.Split(r.stderr, "\n") {
+					if strings.Contains(strings.ToLower(l), "retry") {
+						lines = append(lines, l)
+					}
+				}
+				if len(lines) != 1 || !strings.Contains(lines[0], "(overloaded)") || !strings.Contains(lines[0], "attempt 2 of 5") {
+					t.Errorf("want one retry line naming the cause, got %q", lines)
+				}
+			},
+		},
+		{
+			name:    "a bad request is not retried",
+			scripts: []llmtest.Script{{Status: 400, ErrorMessage: "Invalid value for 'temperature'"}, answer},
+			args:    []string{"run", "hi"},
+			code:    1,
+			stderr:  []string{"error: openai: bad_request (HTTP 400)"},
+			check: func(t *testing.T, r cliResult, fake *llmtest.Server) {
+				if n := len(fake.Requests()); n != 1 || strings.Contains(strings.ToLower(r.stderr), "retry") {
+					t.Errorf("%d requests; stderr %q", n, r.stderr)
+				}
+			},
+		},
+		{
 			name: "unknown provider",
 			args: []string{"run", "--model", "nope:model", "hi"},
 			code: 1,

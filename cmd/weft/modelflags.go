@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -13,11 +16,13 @@ import (
 
 // modelFlags are the flags every command that talks to a model shares.
 type modelFlags struct {
-	model        string
-	baseURL      string
-	apiKey       string
-	cassette     string
-	cassetteMode string
+	model         string
+	baseURL       string
+	apiKey        string
+	cassette      string
+	cassetteMode  string
+	models        string
+	noPromptCache bool
 }
 
 func (m *modelFlags) register(f *pflag.FlagSet) {
@@ -26,6 +31,50 @@ func (m *modelFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&m.apiKey, "api-key", "", "API key (default: the provider's environment variable)")
 	f.StringVar(&m.cassette, "cassette", "", "record model exchanges to this JSONL file, or replay them when it exists")
 	f.StringVar(&m.cassetteMode, "cassette-mode", "auto", "cassette mode: auto|record|replay")
+	f.StringVar(&m.models, "models", "", "models file (JSON, see docs/models.md) adding or overriding catalogue entries: context windows, output limits, prices, capabilities; applied over ~/.weft/models.json (default $WEFT_MODELS)")
+	f.BoolVar(&m.noPromptCache, "no-prompt-cache", false, "do not ask providers to cache the prompt prefix (Anthropic cache_control, OpenAI prompt_cache_key); on by default, it makes long sessions much cheaper (or $WEFT_NO_PROMPT_CACHE=1)")
+}
+
+// modelsFileName is the user's own models file, under $HOME.
+var modelsFileName = filepath.Join(".weft", "models.json")
+
+// loadCatalog is the built-in catalogue with the user's models files
+// applied: ~/.weft/models.json when it exists, then path (--models, else
+// $WEFT_MODELS), which must.
+func loadCatalog(getenv func(string) string, path string) (*llm.Catalog, error) {
+	cat := llm.DefaultCatalog()
+	opts := llm.LoadOptions{Providers: registry.BuiltinNames()}
+	if home := getenv("HOME"); home != "" {
+		if err := cat.LoadFile(filepath.Join(home, modelsFileName), opts); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if path == "" {
+		path = getenv("WEFT_MODELS")
+	}
+	if path != "" {
+		if err := cat.LoadFile(path, opts); err != nil {
+			return nil, err
+		}
+	}
+	return cat, nil
+}
+
+// registryConfig is the part of the registry's configuration every front
+// door shares: the environment, the catalogue with the models files, the
+// prompt-cache switch.
+func (m *modelFlags) registryConfig(getenv func(string) string) (registry.Config, error) {
+	cat, err := loadCatalog(getenv, m.models)
+	if err != nil {
+		return registry.Config{}, err
+	}
+	noCache := m.noPromptCache
+	if v := getenv("WEFT_NO_PROMPT_CACHE"); !noCache && v != "" {
+		if noCache, err = strconv.ParseBool(v); err != nil {
+			return registry.Config{}, fmt.Errorf("WEFT_NO_PROMPT_CACHE %q: want true or false", v)
+		}
+	}
+	return registry.Config{Getenv: getenv, Providers: map[string]registry.ProviderConfig{}, Catalog: cat, NoPromptCache: noCache}, nil
 }
 
 // resolve builds the provider. close releases the cassette, if any.
@@ -38,7 +87,10 @@ func (m *modelFlags) resolve(env environ) (p llm.Provider, info llm.ModelInfo, c
 	if spec == "" {
 		return nil, info, close, errors.New("no model: pass --model provider:model (e.g. ollama:llama3.3) or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY")
 	}
-	cfg := registry.Config{Getenv: env.getenv, Providers: map[string]registry.ProviderConfig{}}
+	cfg, err := m.registryConfig(env.getenv)
+	if err != nil {
+		return nil, info, close, err
+	}
 	if m.baseURL != "" || m.apiKey != "" {
 		name, _, err := registry.ParseSpec(spec)
 		if err != nil {

@@ -38,6 +38,7 @@ func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
 type builtPolicy struct {
 	pol     *policy.Policy
 	merged  policy.Merged
+	sources []policy.Source // the settings files, lowest scope first (MCP servers)
 	secrets *secret.Set
 	// explicitBypass: bypass was asked for by the person starting weft
 	// (flag, environment or a settings file), the only way to get it.
@@ -109,7 +110,7 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 		return nil, err
 	}
 	merged := policy.Merge(sources...)
-	b := &builtPolicy{merged: merged, close: func() error { return nil }}
+	b := &builtPolicy{merged: merged, sources: sources, close: func() error { return nil }}
 
 	m := merged.Mode
 	if mode != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/tool"
@@ -71,7 +72,18 @@ func (r *textRenderer) render(ev agent.Event) {
 		}
 	case agent.RetryData:
 		r.newline()
-		fmt.Fprintf(r.errw, "model call failed (%s: %s); retrying in %dms\n", d.Status, d.Error, d.DelayMS)
+		// The category says what happened (network, rate_limit, ...); the
+		// status (timeout for all of those) says less.
+		cause := d.Category
+		if cause == "" {
+			cause = d.Status
+		}
+		next := fmt.Sprintf("attempt %d", d.Attempt+1)
+		if d.MaxAttempts > 0 {
+			next += fmt.Sprintf(" of %d", d.MaxAttempts)
+		}
+		fmt.Fprintf(r.errw, "model call failed (%s): %s; retrying in %s (%s)\n", cause, d.Error,
+			(time.Duration(d.DelayMS) * time.Millisecond).String(), next)
 	case agent.ErrorData:
 		r.newline()
 		if d.Hint != "" {
@@ -87,13 +99,18 @@ func (r *textRenderer) render(ev agent.Event) {
 }
 
 // summarizeCall shows a tool call as Claude Code does: the tool and its
-// most telling argument.
+// most telling argument, and whether a command is to keep running in the
+// background (which a person approving it should know).
 func summarizeCall(name string, input []byte) string {
 	var args map[string]any
 	_ = json.Unmarshal(input, &args)
 	for _, k := range []string{"command", "file_path", "pattern", "url", "path"} {
 		if v, ok := args[k].(string); ok && v != "" {
-			return fmt.Sprintf("%s(%s)", name, clip(v, 100))
+			s := fmt.Sprintf("%s(%s)", name, clip(v, 100))
+			if args["run_in_background"] == true {
+				s += " in the background"
+			}
+			return s
 		}
 	}
 	if len(args) == 0 {

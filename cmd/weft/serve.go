@@ -62,6 +62,7 @@ type serveFlags struct {
 	noUI           bool
 	uiDir          string
 	policyFlags
+	mcp mcpFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -132,6 +133,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
+	f.mcp.register(fs)
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
 	fs.StringVar(&f.uiDir, "ui-dir", "", "serve the web UI from this directory (a development build, e.g. web/dist) instead of the embedded one")
@@ -283,7 +285,10 @@ func (f *serveFlags) modelSpec(getenv func(string) string) (string, error) {
 // cassette, if any, as its HTTP client.
 func (f *serveFlags) registry(spec string, getenv func(string) string) (*registry.Registry, func() error, error) {
 	closeFn := func() error { return nil }
-	cfg := registry.Config{Getenv: getenv, Providers: map[string]registry.ProviderConfig{}}
+	cfg, err := f.modelFlags.registryConfig(getenv)
+	if err != nil {
+		return nil, closeFn, err
+	}
 	if f.baseURL != "" || f.apiKey != "" {
 		if spec == "" {
 			return nil, closeFn, errors.New("--base-url and --api-key apply to the default model's provider: set --model too")
@@ -390,7 +395,8 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			err = fmt.Errorf("closing the audit log: %w", cerr)
 		}
 	}()
-	tools, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard})...)
+	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
+	tools, err := tool.NewRegistry(builtin.Tools(toolCfg)...)
 	if err != nil {
 		return err
 	}
@@ -443,6 +449,27 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		if err := tools.Add(t); err != nil {
 			return err
 		}
+	}
+	// Bash's run_in_background starts tasks of the server's registry,
+	// which exists only now (it needs the runs, which need the tools):
+	// Bash is replaced in its place, before anything can call it.
+	toolCfg.Background = bg.Tasks
+	if err := tools.Replace(builtin.NewBash(toolCfg)); err != nil {
+		return err
+	}
+	// MCP servers' tools join the registry every front door uses. No
+	// terminal: unapproved project servers are skipped, and elicitations
+	// are declined until the HTTP API answers them (docs/mcp.md).
+	mcpSetup, err := loadMCP(env, ws, bp.sources, f.mcp)
+	if err != nil {
+		return err
+	}
+	mcpServers, err := mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log)
+	if err != nil {
+		return err
+	}
+	if mcpServers != nil {
+		defer mcpServers.Close() // after the shutdown below: turns may still call them until then
 	}
 	stopBackground := func(ctx context.Context) {
 		if err := bg.Close(ctx); err != nil {

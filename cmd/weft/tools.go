@@ -1,28 +1,54 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 func newToolsCmd(env environ) *cobra.Command {
 	var asJSON bool
+	var mf mcpFlags
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the tools an agent can call (with their JSON Schemas under --json)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, _ := os.Getwd()
-			reg, err := tool.NewRegistry(builtin.Tools(builtin.Config{Workspace: ws})...)
+			// The tools of weft run and chat; nothing runs, so the task
+			// registry closes with nothing to stop.
+			tasks := task.NewRegistry(nil, task.Options{})
+			defer tasks.Close(context.Background())
+			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks)
 			if err != nil {
 				return err
+			}
+			// The approved MCP servers' tools, as run and chat would have
+			// them; a configuration problem is reported, not fatal here.
+			sources, err := policy.LoadScopes(env.getenv("HOME"), ws, "")
+			var st *mcpSetup
+			if err == nil {
+				st, err = loadMCP(env, ws, sources, mf)
+			}
+			if err == nil {
+				var servers *mcp.Manager
+				servers, err = mcpStart(env, st, reg, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+				if servers != nil {
+					defer servers.Close()
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(env.stderr, "weft: MCP servers not listed: %v\n", err)
 			}
 			specs := reg.Specs()
 			if asJSON {
@@ -40,5 +66,6 @@ func newToolsCmd(env environ) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools with their input schemas as JSON")
+	mf.register(cmd.Flags())
 	return cmd
 }

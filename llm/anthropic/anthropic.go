@@ -52,6 +52,10 @@ type Config struct {
 	// DefaultMaxTokens is used when Request.MaxTokens is 0, since the API
 	// requires max_tokens; 0 means DefaultMaxTokens.
 	DefaultMaxTokens int
+	// NoPromptCache sends no cache_control, whatever the requests say (as
+	// if every Request.Cache were llm.CacheOff). By default requests are
+	// cached: see Request.Cache and the breakpoints planCache places.
+	NoPromptCache bool
 }
 
 // Provider streams Messages API calls. It is safe for concurrent use.

@@ -212,6 +212,14 @@ func conversations() []struct {
 			{Type: llm.BlockToolResult, ToolUseID: "toolu_03", CacheHint: true},
 		}},
 	}
+	plainTools := []llm.ToolSpec{tools[0], {Name: "now", InputSchema: tools[1].InputSchema}}
+	plainToolTurn := append([]llm.Message(nil), toolTurn[:2]...)
+	plainToolTurn = append(plainToolTurn,
+		llm.Message{Role: llm.RoleUser, Content: []llm.Block{
+			llm.ToolResult("toolu_01", false, llm.Text("18°C, cloudy")),
+			llm.ToolResult("toolu_02", true, llm.Text("clock unavailable"))}},
+		llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("It is 18°C.")}},
+		llm.UserText("And tomorrow?"))
 	thinkingTurn := []llm.Message{
 		llm.UserText("Weather in Paris?"),
 		{Role: llm.RoleAssistant, Content: []llm.Block{
@@ -257,7 +265,91 @@ func conversations() []struct {
 		{"consecutive same role", llm.Request{Model: "m", Messages: []llm.Message{llm.UserText("a"), llm.UserText("b")}}},
 		{"stop sequences", llm.Request{Model: "m", StopSequences: []string{"</answer>", "\n\nHuman:"}, Messages: user}},
 		{"sampling", llm.Request{Model: "m", Temperature: llm.Float(0.3), TopP: llm.Float(0.9), TopK: llm.Int(40), Messages: user}},
+		{"automatic breakpoints on tools, system and two user turns", llm.Request{Model: "m", Tools: plainTools,
+			System: llm.SystemText("You are terse."), Messages: plainToolTurn}},
+		{"automatic breakpoint skips an empty text block", llm.Request{Model: "m", Tools: plainTools,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text("Hi"), llm.Text("")}}}}},
+		{"cache off drops the hints too", llm.Request{Model: "m", Tools: tools, Cache: llm.CacheOff, Messages: toolTurn,
+			System: []llm.Block{{Type: llm.BlockText, Text: "You are terse.", CacheHint: true}}}},
 	}
+}
+
+// oracleBreakpoints restates, independently of the provider's code, where
+// prompt-cache breakpoints go, as CacheHints on a copy of req for toSDK:
+// none with caching off (hints dropped too); the caller's own where it set
+// any; otherwise the last tool, the last system text, and the last
+// cacheable block of each of the last two user messages.
+func oracleBreakpoints(req llm.Request) llm.Request {
+	req.Tools = append([]llm.ToolSpec(nil), req.Tools...)
+	req.System = append([]llm.Block(nil), req.System...)
+	msgs := make([]llm.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		m.Content = append([]llm.Block(nil), m.Content...)
+		for j := range m.Content {
+			m.Content[j].Content = append([]llm.Block(nil), m.Content[j].Content...)
+		}
+		msgs[i] = m
+	}
+	req.Messages = msgs
+	hinted := false
+	for _, tl := range req.Tools {
+		hinted = hinted || tl.CacheHint
+	}
+	for _, b := range req.System {
+		hinted = hinted || b.CacheHint
+	}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			hinted = hinted || b.CacheHint
+			for _, c := range b.Content {
+				hinted = hinted || c.CacheHint
+			}
+		}
+	}
+	if req.Cache == llm.CacheOff {
+		for i := range req.Tools {
+			req.Tools[i].CacheHint = false
+		}
+		for i := range req.System {
+			req.System[i].CacheHint = false
+		}
+		for _, m := range req.Messages {
+			for j := range m.Content {
+				m.Content[j].CacheHint = false
+				for k := range m.Content[j].Content {
+					m.Content[j].Content[k].CacheHint = false
+				}
+			}
+		}
+		return req
+	}
+	if hinted {
+		return req
+	}
+	if n := len(req.Tools); n > 0 {
+		req.Tools[n-1].CacheHint = true
+	}
+	for i := len(req.System) - 1; i >= 0; i-- {
+		if req.System[i].Type == llm.BlockText && req.System[i].Text != "" {
+			req.System[i].CacheHint = true
+			break
+		}
+	}
+	users := 0
+	for i := len(req.Messages) - 1; i >= 0 && users < 2; i-- {
+		if req.Messages[i].Role != llm.RoleUser {
+			continue
+		}
+		c := req.Messages[i].Content
+		for j := len(c) - 1; j >= 0; j-- {
+			if c[j].Type == llm.BlockText && c[j].Text != "" || c[j].Type == llm.BlockImage || c[j].Type == llm.BlockToolResult {
+				c[j].CacheHint = true
+				users++
+				break
+			}
+		}
+	}
+	return req
 }
 
 func normalise(t *testing.T, b []byte) any {
@@ -283,7 +375,8 @@ func TestRequestMatchesSDK(t *testing.T) {
 			}
 			weft := srv.LastRequest()
 
-			params, opts := toSDK(t, &tc.req)
+			oracle := oracleBreakpoints(tc.req)
+			params, opts := toSDK(t, &oracle)
 			client := sdkClient(srv.URL)
 			stream := client.Messages.NewStreaming(context.Background(), params, opts...)
 			for stream.Next() {

@@ -31,8 +31,115 @@ type cacheControl struct {
 
 var ephemeral = &cacheControl{Type: "ephemeral"}
 
-func cacheFor(hint bool) *cacheControl {
-	if hint {
+// MaxBreakpoints is how many cache_control markers the API accepts in one
+// request.
+const MaxBreakpoints = 4
+
+// caching is how one request is marked for the prompt cache: whether the
+// caller's CacheHints count, and where the automatic breakpoints go.
+type caching struct {
+	hints bool // honour Block.CacheHint and ToolSpec.CacheHint
+	tool  int  // index in Tools of the automatic breakpoint, or -1
+	sys   int  // index in System, or -1
+	// msgs are the (message, block) positions of the rolling breakpoints
+	// on the last two user turns, {-1, -1} when unused.
+	msgs [2][2]int
+}
+
+// planCache decides the request's breakpoints. With caching on (the
+// default) and no CacheHint set anywhere, the provider places them itself,
+// on the last tool definition (which caches the tools), the last system
+// block (tools and system), and the last block of each of the last two
+// user messages. The newest of those caches the whole conversation for the
+// next call; the one before sits exactly where the previous call's newest
+// one was, so this call reads what the last one wrote even when more than
+// the API's 20-block lookback was added in between (a turn of many
+// parallel tool calls). That is four, the API's limit. A caller that sets
+// CacheHint itself places its own breakpoints and gets no automatic ones.
+// CacheOff (or Config.NoPromptCache) sends no cache_control at all.
+func (p *Provider) planCache(req *llm.Request) caching {
+	c := caching{tool: -1, sys: -1, msgs: [2][2]int{{-1, -1}, {-1, -1}}}
+	if req.Cache == llm.CacheOff || p.cfg.NoPromptCache {
+		return c
+	}
+	c.hints = true
+	if hasCacheHints(req) {
+		return c
+	}
+	if n := len(req.Tools); n > 0 {
+		c.tool = n - 1
+	}
+	for i := len(req.System) - 1; i >= 0; i-- {
+		if b := &req.System[i]; b.Type == llm.BlockText && b.Text != "" {
+			c.sys = i
+			break
+		}
+	}
+	n := 0
+	for i := len(req.Messages) - 1; i >= 0 && n < len(c.msgs); i-- {
+		m := &req.Messages[i]
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		for j := len(m.Content) - 1; j >= 0; j-- {
+			if cacheable(&m.Content[j]) {
+				c.msgs[n] = [2]int{i, j}
+				n++
+				break
+			}
+		}
+	}
+	return c
+}
+
+// cacheable reports whether the API takes cache_control on b: not on
+// thinking, nor on an empty text block.
+func cacheable(b *llm.Block) bool {
+	switch b.Type {
+	case llm.BlockText:
+		return b.Text != ""
+	case llm.BlockImage, llm.BlockToolUse, llm.BlockToolResult:
+		return true
+	}
+	return false
+}
+
+func hasCacheHints(req *llm.Request) bool {
+	for i := range req.Tools {
+		if req.Tools[i].CacheHint {
+			return true
+		}
+	}
+	for i := range req.System {
+		if req.System[i].CacheHint {
+			return true
+		}
+	}
+	for i := range req.Messages {
+		for j := range req.Messages[i].Content {
+			b := &req.Messages[i].Content[j]
+			if b.CacheHint {
+				return true
+			}
+			for k := range b.Content {
+				if b.Content[k].CacheHint {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// at reports whether the block at (message i, block j) gets a breakpoint.
+func (c *caching) at(i, j int) bool {
+	return c.msgs[0] == [2]int{i, j} || c.msgs[1] == [2]int{i, j}
+}
+
+// mark is the cache_control of a block: the caller's hint (when hints
+// count) or an automatic breakpoint.
+func (c *caching) mark(hint, auto bool) *cacheControl {
+	if auto || hint && c.hints {
 		return ephemeral
 	}
 	return nil
@@ -139,15 +246,16 @@ func (p *Provider) encode(req *llm.Request) ([]byte, error) {
 			w.MaxTokens = budget + p.maxTokens
 		}
 	}
-	for _, b := range req.System {
+	cache := p.planCache(req)
+	for i, b := range req.System {
 		if b.Type == llm.BlockText {
-			w.System = append(w.System, wireText{Type: "text", Text: b.Text, CacheControl: cacheFor(b.CacheHint)})
+			w.System = append(w.System, wireText{Type: "text", Text: b.Text, CacheControl: cache.mark(b.CacheHint, i == cache.sys)})
 		}
 	}
-	for _, m := range req.Messages {
+	for mi, m := range req.Messages {
 		content := make([]any, 0, len(m.Content))
 		for i := range m.Content {
-			if v := encodeBlock(&m.Content[i]); v != nil {
+			if v := encodeBlock(&m.Content[i], &cache, cache.at(mi, i)); v != nil {
 				content = append(content, v)
 			}
 		}
@@ -160,12 +268,12 @@ func (p *Provider) encode(req *llm.Request) ([]byte, error) {
 		// owns the conversation's shape.
 		w.Messages = append(w.Messages, wireMessage{Role: m.Role, Content: content})
 	}
-	for _, t := range req.Tools {
+	for i, t := range req.Tools {
 		schema := t.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema, CacheControl: cacheFor(t.CacheHint)})
+		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema, CacheControl: cache.mark(t.CacheHint, i == cache.tool)})
 	}
 	w.ToolChoice = toolChoice(req.ToolChoice)
 
@@ -197,28 +305,28 @@ func toolChoice(tc llm.ToolChoice) *wireToolChoice {
 }
 
 // encodeBlock returns the wire form of b, or nil for a block that must not
-// be sent.
-func encodeBlock(b *llm.Block) any {
+// be sent. bp marks an automatic cache breakpoint.
+func encodeBlock(b *llm.Block, cache *caching, bp bool) any {
 	switch b.Type {
 	case llm.BlockText:
-		return wireText{Type: "text", Text: b.Text, CacheControl: cacheFor(b.CacheHint)}
+		return wireText{Type: "text", Text: b.Text, CacheControl: cache.mark(b.CacheHint, bp)}
 	case llm.BlockImage:
-		return encodeImage(b)
+		return encodeImage(b, cache.mark(b.CacheHint, bp))
 	case llm.BlockToolUse:
 		input := b.Input
 		if len(input) == 0 {
 			input = emptyObject
 		}
-		return wireToolUse{Type: "tool_use", ID: b.ToolUseID, Name: b.ToolName, Input: input, CacheControl: cacheFor(b.CacheHint)}
+		return wireToolUse{Type: "tool_use", ID: b.ToolUseID, Name: b.ToolName, Input: input, CacheControl: cache.mark(b.CacheHint, bp)}
 	case llm.BlockToolResult:
-		r := wireToolResult{Type: "tool_result", ToolUseID: b.ToolUseID, IsError: b.IsError, CacheControl: cacheFor(b.CacheHint)}
+		r := wireToolResult{Type: "tool_result", ToolUseID: b.ToolUseID, IsError: b.IsError, CacheControl: cache.mark(b.CacheHint, bp)}
 		for i := range b.Content {
 			c := &b.Content[i]
 			switch c.Type {
 			case llm.BlockText:
-				r.Content = append(r.Content, wireText{Type: "text", Text: c.Text, CacheControl: cacheFor(c.CacheHint)})
+				r.Content = append(r.Content, wireText{Type: "text", Text: c.Text, CacheControl: cache.mark(c.CacheHint, false)})
 			case llm.BlockImage:
-				r.Content = append(r.Content, encodeImage(c))
+				r.Content = append(r.Content, encodeImage(c, cache.mark(c.CacheHint, false)))
 			}
 		}
 		return r
@@ -238,8 +346,8 @@ func encodeBlock(b *llm.Block) any {
 	return nil
 }
 
-func encodeImage(b *llm.Block) wireImage {
-	img := wireImage{Type: "image", CacheControl: cacheFor(b.CacheHint)}
+func encodeImage(b *llm.Block, cc *cacheControl) wireImage {
+	img := wireImage{Type: "image", CacheControl: cc}
 	if b.URL != "" && len(b.Data) == 0 {
 		img.Source = urlSource{Type: "url", URL: b.URL}
 	} else {

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -203,4 +204,87 @@ func TestKeyPool(t *testing.T) {
 			t.Errorf("outcome = %+v after %d requests", fr.Result.Outcome, len(srv.Requests()))
 		}
 	})
+}
+
+// TestCacheBreakpoints pins where the provider puts cache_control: the
+// elements of the prompt (tools, system blocks, then each message's blocks,
+// in that order) that carry a marker.
+func TestCacheBreakpoints(t *testing.T) {
+	t.Parallel()
+	tools := []llm.ToolSpec{{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "b", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	toolTurn := []llm.Message{
+		llm.UserText("first"),
+		{Role: llm.RoleAssistant, Content: []llm.Block{llm.ToolUse("t1", "a", nil)}},
+		{Role: llm.RoleUser, Content: []llm.Block{llm.ToolResult("t1", false, llm.Text("r1"))}},
+		{Role: llm.RoleAssistant, Content: []llm.Block{llm.ToolUse("t2", "b", nil), llm.ToolUse("t3", "b", nil)}},
+		{Role: llm.RoleUser, Content: []llm.Block{llm.ToolResult("t2", false, llm.Text("r2")), llm.ToolResult("t3", false, llm.Text("r3"))}},
+	}
+	tests := []struct {
+		name  string
+		cfg   func(*anthropic.Config)
+		req   llm.Request
+		marks []string // the marked elements, as "tools[i]", "system[i]" or "messages[i][j]"
+	}{
+		{name: "tools, system, the last two user turns",
+			req:   llm.Request{Model: "m", Tools: tools, System: []llm.Block{llm.Text("one"), llm.Text("two")}, Messages: toolTurn},
+			marks: []string{"tools[1]", "system[1]", "messages[2][0]", "messages[4][1]"}},
+		{name: "no tools or system: the user turns only",
+			req: llm.Request{Model: "m", Messages: toolTurn}, marks: []string{"messages[2][0]", "messages[4][1]"}},
+		{name: "one user turn",
+			req: llm.Request{Model: "m", Tools: tools, Messages: []llm.Message{llm.UserText("hi")}}, marks: []string{"tools[1]", "messages[0][0]"}},
+		{name: "an assistant prefill last: the user turns before it",
+			req: llm.Request{Model: "m", Messages: append(append([]llm.Message(nil), toolTurn...),
+				llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("{")}})},
+			marks: []string{"messages[2][0]", "messages[4][1]"}},
+		{name: "an empty trailing text block is skipped",
+			req:   llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text("hi"), llm.Text("")}}}},
+			marks: []string{"messages[0][0]"}},
+		{name: "the caller's own hints replace the automatic ones",
+			req:   llm.Request{Model: "m", Tools: tools, System: []llm.Block{{Type: llm.BlockText, Text: "s", CacheHint: true}}, Messages: toolTurn},
+			marks: []string{"system[0]"}},
+		{name: "caching off in the request",
+			req:   llm.Request{Model: "m", Tools: tools, Cache: llm.CacheOff, System: []llm.Block{{Type: llm.BlockText, Text: "s", CacheHint: true}}, Messages: toolTurn},
+			marks: nil},
+		{name: "caching off in the config", cfg: func(c *anthropic.Config) { c.NoPromptCache = true },
+			req: llm.Request{Model: "m", Tools: tools, System: llm.SystemText("s"), Messages: toolTurn}, marks: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, p := fakeProvider(t, tc.cfg)
+			srv.Push(llmtest.Text("ok"))
+			run(t, context.Background(), p, &tc.req)
+			var body struct {
+				Tools    []map[string]any `json:"tools"`
+				System   []map[string]any `json:"system"`
+				Messages []struct {
+					Content []map[string]any `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(srv.LastRequest().Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i, tl := range body.Tools {
+				if tl["cache_control"] != nil {
+					got = append(got, fmt.Sprintf("tools[%d]", i))
+				}
+			}
+			for i, b := range body.System {
+				if b["cache_control"] != nil {
+					got = append(got, fmt.Sprintf("system[%d]", i))
+				}
+			}
+			for i, m := range body.Messages {
+				for j, b := range m.Content {
+					if b["cache_control"] != nil {
+						got = append(got, fmt.Sprintf("messages[%d][%d]", i, j))
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.marks) || len(got) > anthropic.MaxBreakpoints {
+				t.Fatalf("breakpoints %v, want %v", got, tc.marks)
+			}
+		})
+	}
 }

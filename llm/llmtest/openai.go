@@ -239,7 +239,9 @@ func openaiError(sc *Script, status int) map[string]any {
 	case sc.ErrorType == "context_length_exceeded":
 		code, param = "context_length_exceeded", "messages"
 	case openaiTypes[sc.ErrorType]:
-		typ = sc.ErrorType
+		// A type without a code, as the compatible servers send errors
+		// (Ollama: a 404 of type api_error for a model it does not have).
+		typ, code = sc.ErrorType, nil
 	case sc.ErrorType != "":
 		code = sc.ErrorType
 	}

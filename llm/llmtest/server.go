@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weft-run/weft/llm"
 )
 
 // Protocol renders scripts in one provider's wire format.
@@ -53,6 +55,9 @@ type Server struct {
 	scripts []Script
 	reqs    []Request
 	repeat  bool
+	// usage, when set, works out a streamed response's usage from the
+	// request (WithPromptCache) in place of the script's.
+	usage func(req *Request, u llm.Usage) llm.Usage
 }
 
 // NewServer starts a fake speaking proto and closes it when the test ends.
@@ -110,6 +115,9 @@ func (s *Server) next(req Request) (Script, bool) {
 	sc := s.scripts[0]
 	if len(s.scripts) > 1 || !s.repeat {
 		s.scripts = s.scripts[1:]
+	}
+	if s.usage != nil && sc.Status < 400 {
+		sc.Usage = s.usage(&req, sc.Usage)
 	}
 	return sc, true
 }

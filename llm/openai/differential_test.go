@@ -178,6 +178,13 @@ func requestCases() []struct {
 			cfg: func(c *openai.Config) { c.MaxTokensField = "max_tokens"; c.NoStreamUsage = true },
 			req: &llm.Request{Model: "llama3.2", Messages: []llm.Message{llm.UserText("Hi")}, MaxTokens: 256},
 			sdk: oa.ChatCompletionNewParams{Model: "llama3.2", Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("Hi")}, MaxTokens: oa.Int(256)}},
+		{name: "cache key as prompt_cache_key",
+			req: &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{llm.UserText("Hi")}, CacheKey: "weft-0123456789abcdef"},
+			sdk: oa.ChatCompletionNewParams{Model: "gpt-4.1", StreamOptions: usageOn(), Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("Hi")},
+				PromptCacheKey: oa.String("weft-0123456789abcdef")}},
+		{name: "no cache key with caching off",
+			req: &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{llm.UserText("Hi")}, CacheKey: "weft-0123456789abcdef", Cache: llm.CacheOff},
+			sdk: oa.ChatCompletionNewParams{Model: "gpt-4.1", StreamOptions: usageOn(), Messages: []oa.ChatCompletionMessageParamUnion{oa.UserMessage("Hi")}}},
 		{name: "reasoning sent back under its field",
 			req: &llm.Request{Model: "deepseek-reasoner", Messages: []llm.Message{
 				llm.UserText("Weather in Oslo?"),

@@ -108,9 +108,14 @@ func httpError(provider string, resp *wire.Response) *llm.Error {
 	}
 	code := f.ident()
 	e := llm.HTTPError(provider, resp.Response, code, f.message)
-	if c := categoryFromCode(f); c != "" && c != llm.CategoryBadRequest && c != e.Category && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+	if c := categoryFromCode(f); c != "" && c != llm.CategoryBadRequest && c != e.Category && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests &&
+		!c.Retryable() {
 		// A 4xx whose code says more than its status (a 400 carrying
-		// context_length_exceeded, a 403 for an invalid key).
+		// context_length_exceeded, a 403 for an invalid key). A code that
+		// would make it transient does not: compatible servers label
+		// whatever they answer with "api_error" (Ollama's 404 for a model
+		// it does not have), and the status is what says whose fault it
+		// was.
 		e.Category = c
 		e.Hint = llm.HintFor(c)
 	}

@@ -19,7 +19,8 @@
 //     same field: DeepSeek's thinking-with-tools mode requires it. OpenAI
 //     itself never streams reasoning text.
 //   - TopK and CacheHint are not sent: the schema has no top_k, and OpenAI
-//     caches prompt prefixes on its own.
+//     caches prompt prefixes on its own. Request.CacheKey goes out as
+//     prompt_cache_key, to OpenAI only (Config.PromptCacheKey).
 //   - tool_choice and parallel_tool_calls are sent only with tools, since
 //     OpenAI rejects them otherwise; "auto" is the default and is omitted.
 package openai
@@ -60,6 +61,16 @@ type Config struct {
 	// NoStreamUsage leaves out stream_options.include_usage, for servers
 	// that reject it. The stream then reports no usage.
 	NoStreamUsage bool
+	// PromptCacheKey sends Request.CacheKey as prompt_cache_key, which
+	// routes requests sharing a prefix to where it is cached. New turns it
+	// on when Name is "" or "openai": OpenAI's API takes it, and the
+	// compatible servers are not known to (a strict one rejects an unknown
+	// field), so the presets leave it off.
+	PromptCacheKey bool
+	// NoPromptCache sends no prompt_cache_key whatever the requests say.
+	// (OpenAI caches prompt prefixes by itself; there is nothing else to
+	// turn off.)
+	NoPromptCache bool
 }
 
 // Provider streams chat completions. It is safe for concurrent use.
@@ -72,6 +83,7 @@ type Provider struct {
 func New(cfg Config) *Provider {
 	if cfg.Name == "" || cfg.Name == "openai" {
 		cfg.ReasoningEffort = true
+		cfg.PromptCacheKey = true
 	}
 	if cfg.Name == "" {
 		cfg.Name = "openai"
@@ -110,14 +122,24 @@ var presets = map[string]preset{
 // ep's BaseURL taking precedence over the preset's when set. Local servers
 // (ollama, lmstudio, vllm) need no key.
 func ForPreset(name string, ep llm.Endpoint) (*Provider, bool) {
-	ps, ok := presets[name]
+	cfg, ok := PresetConfig(name, ep)
 	if !ok {
 		return nil, false
+	}
+	return New(cfg), true
+}
+
+// PresetConfig is the Config ForPreset builds with, for callers that change
+// more than the endpoint (New fills in the rest).
+func PresetConfig(name string, ep llm.Endpoint) (Config, bool) {
+	ps, ok := presets[name]
+	if !ok {
+		return Config{}, false
 	}
 	if ep.BaseURL == "" {
 		ep.BaseURL = ps.baseURL
 	}
-	return New(Config{Endpoint: ep, Name: name, MaxTokensField: ps.maxTokensField, ReasoningEffort: ps.reasoningEffort}), true
+	return Config{Endpoint: ep, Name: name, MaxTokensField: ps.maxTokensField, ReasoningEffort: ps.reasoningEffort}, true
 }
 
 // PresetNames lists the presets ForPreset knows, sorted.

@@ -168,6 +168,8 @@ func TestStream(t *testing.T) {
 			want: want{status: llm.StatusAuth, category: llm.CategoryPermission, code: 403, typ: "unsupported_country_region_territory"}},
 		{name: "404", script: llmtest.Script{Status: 404},
 			want: want{status: llm.StatusFailed, category: llm.CategoryNotFound, code: 404, typ: "model_not_found"}},
+		{name: "404 api_error (Ollama's unknown model)", script: llmtest.Script{Status: 404, ErrorType: "api_error", ErrorMessage: `model "llama9" not found, try pulling it first`},
+			want: want{status: llm.StatusFailed, category: llm.CategoryNotFound, code: 404, typ: "api_error", msg: "not found"}},
 		{name: "429 with retry-after", script: llmtest.Script{Status: 429, RetryAfter: 1500 * time.Millisecond},
 			want: want{status: llm.StatusTimeout, category: llm.CategoryRateLimit, code: 429, typ: "rate_limit_exceeded", retry: 1500 * time.Millisecond}},
 		{name: "429 insufficient quota", script: llmtest.Script{Status: 429, ErrorType: "insufficient_quota"},
@@ -559,5 +561,43 @@ func TestNewDefaults(t *testing.T) {
 	body = lr.JSON()
 	if _, ok := body["reasoning_effort"]; ok || body["max_tokens"] != float64(100) || p.Name() != "groq" {
 		t.Fatalf("body %v", body)
+	}
+}
+
+// TestPromptCacheKeyOnlyToOpenAI: the conversation's cache key goes out as
+// prompt_cache_key to OpenAI's API, and never to the compatible servers,
+// which are not known to accept the field.
+func TestPromptCacheKeyOnlyToOpenAI(t *testing.T) {
+	t.Parallel()
+	for _, name := range openai.PresetNames() {
+		for _, cache := range []llm.CacheMode{llm.CacheAuto, llm.CacheOff} {
+			t.Run(name+"/"+string(cache), func(t *testing.T) {
+				t.Parallel()
+				srv := llmtest.NewOpenAI(t).Push(llmtest.Text("ok"))
+				p, ok := openai.ForPreset(name, llm.Endpoint{BaseURL: srv.URL + "/v1", APIKey: "k"})
+				if !ok {
+					t.Fatal("no preset")
+				}
+				req := basicRequest()
+				req.CacheKey, req.Cache = "weft-key", cache
+				stream(t, p, t.Context(), req)
+				last := srv.LastRequest()
+				got, sent := last.JSON()["prompt_cache_key"]
+				want := name == "openai" && cache == llm.CacheAuto
+				if sent != want || sent && got != "weft-key" {
+					t.Fatalf("prompt_cache_key = %v (sent %v), want sent %v", got, sent, want)
+				}
+			})
+		}
+	}
+	// The provider-wide switch wins over the request.
+	srv := llmtest.NewOpenAI(t).Push(llmtest.Text("ok"))
+	p := newProvider(srv, func(c *openai.Config) { c.NoPromptCache = true })
+	req := basicRequest()
+	req.CacheKey = "weft-key"
+	stream(t, p, t.Context(), req)
+	last := srv.LastRequest()
+	if _, sent := last.JSON()["prompt_cache_key"]; sent {
+		t.Fatal("NoPromptCache sent a prompt_cache_key")
 	}
 }

@@ -22,6 +22,7 @@ type chatRequest struct {
 	TopP                *float64          `json:"top_p,omitempty"`
 	Stop                []string          `json:"stop,omitempty"`
 	ReasoningEffort     llm.ThinkingLevel `json:"reasoning_effort,omitempty"`
+	PromptCacheKey      string            `json:"prompt_cache_key,omitempty"`
 }
 
 type streamOptions struct {
@@ -99,6 +100,9 @@ func encodeRequest(req *llm.Request, cfg *Config) ([]byte, error) {
 	}
 	if cfg.ReasoningEffort && req.Thinking != "" && req.Thinking != llm.ThinkingNone {
 		cr.ReasoningEffort = req.Thinking
+	}
+	if cfg.PromptCacheKey && !cfg.NoPromptCache && req.Cache != llm.CacheOff {
+		cr.PromptCacheKey = req.CacheKey
 	}
 	if len(req.Tools) > 0 {
 		cr.Tools = make([]chatTool, len(req.Tools))

@@ -87,7 +87,7 @@ func builtinFactory(name string) Factory {
 		}
 		switch name {
 		case "anthropic":
-			cfg := anthropic.Config{Endpoint: ep}
+			cfg := anthropic.Config{Endpoint: ep, NoPromptCache: pc.NoPromptCache}
 			if pc.BearerToken != "" {
 				cfg.APIKey, cfg.Keys, cfg.BearerAuth = pc.BearerToken, nil, true
 			}
@@ -99,11 +99,12 @@ func builtinFactory(name string) Factory {
 			}
 			return gemini.New(gemini.Config{Endpoint: ep, BearerToken: pc.BearerToken}), nil
 		}
-		p, ok := openai.ForPreset(name, ep)
+		cfg, ok := openai.PresetConfig(name, ep)
 		if !ok {
 			return nil, fmt.Errorf("no OpenAI-compatible preset named %q", name)
 		}
-		return p, nil
+		cfg.NoPromptCache = pc.NoPromptCache
+		return openai.New(cfg), nil
 	}
 }
 
@@ -116,7 +117,7 @@ func OpenAICompatible(name string, ep llm.Endpoint, pc ProviderConfig) (llm.Prov
 	if ep.BaseURL == "" {
 		return nil, fmt.Errorf("an OpenAI-compatible provider needs a base URL: set it in the provider's config or in %s", weftVar(name, "BASE_URL"))
 	}
-	return openai.New(openai.Config{Endpoint: ep, Name: name, MaxTokensField: "max_tokens"}), nil
+	return openai.New(openai.Config{Endpoint: ep, Name: name, MaxTokensField: "max_tokens", NoPromptCache: pc.NoPromptCache}), nil
 }
 
 func missingKey(name string, b builtin) error {
@@ -161,6 +162,7 @@ func weftVar(provider, setting string) string {
 // taken from the first of those levels that has any.
 func (r *Registry) effective(name string) ProviderConfig {
 	pc := r.providers[name]
+	pc.NoPromptCache = pc.NoPromptCache || r.noPromptCache
 	b, _ := builtinFor(name)
 	env := func(k string) string { return strings.TrimSpace(r.getenv(k)) }
 

@@ -44,6 +44,10 @@ type ProviderConfig struct {
 	// IdleTimeout bounds the silence between received bytes; see
 	// llm.Endpoint.IdleTimeout.
 	IdleTimeout time.Duration
+	// NoPromptCache turns prompt caching off for every request to the
+	// provider (no Anthropic cache_control, no OpenAI prompt_cache_key);
+	// see llm.Request.Cache for the per-request switch.
+	NoPromptCache bool
 }
 
 // Config configures a Registry. The zero value reads everything from the
@@ -57,8 +61,11 @@ type Config struct {
 	// nil means llm.Endpoint's default.
 	HTTPClient *http.Client
 	// Catalog answers Resolve's model lookups; nil means a fresh
-	// llm.DefaultCatalog().
+	// llm.DefaultCatalog(). Front doors pass one with the user's models
+	// file loaded (llm.Catalog.LoadFile).
 	Catalog *llm.Catalog
+	// NoPromptCache sets ProviderConfig.NoPromptCache for every provider.
+	NoPromptCache bool
 	// Getenv reads environment variables; nil means os.Getenv. Tests pass a
 	// map lookup so that they never depend on the real environment.
 	Getenv func(string) string
@@ -77,10 +84,11 @@ var ErrUnknownProvider = errors.New("unknown provider")
 
 // Registry resolves model specs to providers. It is safe for concurrent use.
 type Registry struct {
-	providers map[string]ProviderConfig // lower-case names; never mutated after New
-	client    *http.Client
-	catalog   *llm.Catalog
-	getenv    func(string) string
+	providers     map[string]ProviderConfig // lower-case names; never mutated after New
+	client        *http.Client
+	catalog       *llm.Catalog
+	getenv        func(string) string
+	noPromptCache bool
 
 	mu        sync.Mutex
 	factories map[string]Factory
@@ -101,12 +109,13 @@ type slot struct {
 // New returns a registry holding the built-in providers.
 func New(cfg Config) *Registry {
 	r := &Registry{
-		providers: make(map[string]ProviderConfig, len(cfg.Providers)),
-		client:    cfg.HTTPClient,
-		catalog:   cfg.Catalog,
-		getenv:    cfg.Getenv,
-		factories: map[string]Factory{},
-		slots:     map[string]*slot{},
+		providers:     make(map[string]ProviderConfig, len(cfg.Providers)),
+		client:        cfg.HTTPClient,
+		catalog:       cfg.Catalog,
+		getenv:        cfg.Getenv,
+		noPromptCache: cfg.NoPromptCache,
+		factories:     map[string]Factory{},
+		slots:         map[string]*slot{},
 	}
 	// Copied, so that a caller changing its map later cannot race with
 	// resolution.

@@ -753,3 +753,36 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestNoPromptCache: the registry-wide switch reaches the providers that
+// cache on request (Anthropic's cache_control, OpenAI's prompt_cache_key).
+func TestNoPromptCache(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprint("off=", off), func(t *testing.T) {
+			t.Parallel()
+			ant, oai := llmtest.NewAnthropic(t), llmtest.NewOpenAI(t)
+			ant.Push(llmtest.Text("ok"))
+			oai.Push(llmtest.Text("ok"))
+			r := registry.New(registry.Config{NoPromptCache: off, Getenv: env(
+				"ANTHROPIC_API_KEY", "k", "ANTHROPIC_BASE_URL", ant.URL, "OPENAI_API_KEY", "k", "OPENAI_BASE_URL", oai.URL+"/v1")})
+			for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4.1"} {
+				p, info, err := r.Resolve(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := &llm.Request{Model: info.ID, System: llm.SystemText("Be brief."), Messages: []llm.Message{llm.UserText("hi")}, CacheKey: "weft-k"}
+				if res := llm.Collect(p.Stream(context.Background(), req)); res.Outcome.Status != llm.StatusCompleted {
+					t.Fatalf("%s: %+v", spec, res.Outcome)
+				}
+			}
+			a, o := ant.LastRequest(), oai.LastRequest()
+			if got := strings.Contains(string(a.Body), "cache_control"); got == off {
+				t.Errorf("anthropic cache_control sent = %v with NoPromptCache %v: %s", got, off, a.Body)
+			}
+			if _, got := o.JSON()["prompt_cache_key"]; got == off {
+				t.Errorf("openai prompt_cache_key sent = %v with NoPromptCache %v: %s", got, off, o.Body)
+			}
+		})
+	}
+}

@@ -60,67 +60,151 @@ type Call struct {
 // resolved path.
 //
 // Rules never depend on their order, so deny always wins.
-func Evaluate(rs RuleSet, mode Mode, c Call) (d Decision) {
-	defer func() {
-		// Paths and commands come from the model; a reason stays one line.
-		d.Reason = strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(d.Reason)
-	}()
-	e := newEval(c)
+//
+// Each numbered step is a method of Evaluation (DenyRules, Bypass, Floor,
+// AskRules, Unresolved, Protected, AllowRules, ModeDefault), so that the
+// policy pipeline can run them as stages of their own over one analysis
+// of the call; Evaluate is those steps in this order.
+func Evaluate(rs RuleSet, mode Mode, c Call) Decision {
+	e := NewEvaluation(c)
+	for _, step := range [...]Step{(*Evaluation).DenyRules, (*Evaluation).Bypass, (*Evaluation).Floor,
+		(*Evaluation).AskRules, (*Evaluation).Unresolved, (*Evaluation).Protected, (*Evaluation).AllowRules} {
+		if d, ok := step(e, rs, mode); ok {
+			return d
+		}
+	}
+	d, _ := e.ModeDefault(rs, mode)
+	return d
+}
+
+// Step is one step of Evaluate: it decides the call (ok) or leaves it to
+// the next step. Every step has this shape, whether or not it reads the
+// rules or the mode, so that a pipeline can hold them in one list.
+type Step func(e *Evaluation, rs RuleSet, mode Mode) (d Decision, ok bool)
+
+// Evaluation is what Evaluate derives from one call, once: its input's
+// fields, the shell analysis of a command, the paths it touches and their
+// resolved forms. Its methods are Evaluate's steps. It is not safe for
+// concurrent use.
+type Evaluation struct{ eval }
+
+// NewEvaluation analyses c for the steps.
+func NewEvaluation(c Call) *Evaluation {
+	v := &Evaluation{}
+	v.init(c)
+	return v
+}
+
+// oneLine keeps a reason on one line: paths and commands come from the
+// model.
+var oneLine = strings.NewReplacer("\n", `\n`, "\r", `\r`)
+
+func decided(d Decision) (Decision, bool) {
+	d.Reason = oneLine.Replace(d.Reason)
+	return d, true
+}
+
+// DenyRules is step 1: a deny rule that matches any part of the call
+// denies it.
+func (e *Evaluation) DenyRules(rs RuleSet, _ Mode) (Decision, bool) {
 	if r, what, ok := e.any(rs.Deny); ok {
-		return Decision{Verdict: Deny, Stage: StageDenyRule, Rule: r.String(),
-			Reason: fmt.Sprintf("permission rule %s denies %s; do not retry it, find another way or ask the user", r, what)}
+		return decided(Decision{Verdict: Deny, Stage: StageDenyRule, Rule: r.String(),
+			Reason: fmt.Sprintf("permission rule %s denies %s; do not retry it, find another way or ask the user", r, what)})
 	}
+	return Decision{}, false
+}
+
+// Bypass is step 2: bypass mode allows what no deny rule matched.
+func (e *Evaluation) Bypass(_ RuleSet, mode Mode) (Decision, bool) {
 	if mode == ModeBypass {
-		return Decision{Verdict: Allow, Stage: StageMode, Reason: "bypass mode: every call not denied by a rule runs"}
+		return decided(Decision{Verdict: Allow, Stage: StageMode, Reason: "bypass mode: every call not denied by a rule runs"})
 	}
-	if e.bash {
-		switch d := shell.Classify(e.an); d.Severity {
-		case shell.Catastrophic:
-			return Decision{Verdict: Deny, Stage: StageFloor,
-				Reason: "blocked: " + d.Reason + "; this is never allowed outside bypass mode"}
-		case shell.Dangerous:
-			if mode == ModePlan {
-				return Decision{Verdict: Deny, Stage: StageFloor,
-					Reason: "plan mode: " + d.Reason + "; only read-only tools run while planning"}
-			}
-			return Decision{Verdict: Ask, Stage: StageFloor,
-				Reason: d.Reason + "; such commands always need approval"}
+	return Decision{}, false
+}
+
+// Floor is step 3, the danger floor of a shell command: catastrophic
+// commands are denied, dangerous ones ask (are denied in plan mode).
+func (e *Evaluation) Floor(_ RuleSet, mode Mode) (Decision, bool) {
+	if !e.bash {
+		return Decision{}, false
+	}
+	switch d := shell.Classify(e.an); d.Severity {
+	case shell.Catastrophic:
+		return decided(Decision{Verdict: Deny, Stage: StageFloor,
+			Reason: "blocked: " + d.Reason + "; this is never allowed outside bypass mode"})
+	case shell.Dangerous:
+		if mode == ModePlan {
+			return decided(Decision{Verdict: Deny, Stage: StageFloor,
+				Reason: "plan mode: " + d.Reason + "; only read-only tools run while planning"})
 		}
+		return decided(Decision{Verdict: Ask, Stage: StageFloor,
+			Reason: d.Reason + "; such commands always need approval"})
 	}
+	return Decision{}, false
+}
+
+// AskRules is step 4: an ask rule that matches any part of the call asks.
+func (e *Evaluation) AskRules(rs RuleSet, _ Mode) (Decision, bool) {
 	if r, what, ok := e.any(rs.Ask); ok {
-		return Decision{Verdict: Ask, Stage: StageAskRule, Rule: r.String(),
-			Reason: fmt.Sprintf("permission rule %s asks for approval of %s", r, what)}
+		return decided(Decision{Verdict: Ask, Stage: StageAskRule, Rule: r.String(),
+			Reason: fmt.Sprintf("permission rule %s asks for approval of %s", r, what)})
 	}
-	if e.bash && len(e.an.Problems) > 0 {
-		why := e.an.Problems[0]
-		if mode == ModePlan {
-			return Decision{Verdict: Deny, Stage: StageUnresolved,
-				Reason: "plan mode: cannot check this command statically (" + why + "); only commands that can be checked run while planning"}
-		}
-		return Decision{Verdict: Ask, Stage: StageUnresolved,
-			Reason: "cannot check this command statically (" + why + "), so it needs approval"}
+	return Decision{}, false
+}
+
+// Unresolved is step 5: a shell command the analysis could not pin down
+// asks (is denied in plan mode).
+func (e *Evaluation) Unresolved(_ RuleSet, mode Mode) (Decision, bool) {
+	if !e.bash || len(e.an.Problems) == 0 {
+		return Decision{}, false
 	}
-	if target, ok := e.protectedWrite(); ok {
-		if r, ok := e.exactAllow(rs.Allow, target); ok {
-			return Decision{Verdict: Allow, Stage: StageAllowRule, Rule: r.String(),
-				Reason: "allowed by permission rule " + r.String() + ", which names this protected file exactly"}
-		}
-		if mode == ModePlan {
-			return Decision{Verdict: Deny, Stage: StageProtected,
-				Reason: "plan mode: " + target + " changes what weft or git runs; only read-only tools run while planning"}
-		}
-		return Decision{Verdict: Ask, Stage: StageProtected,
-			Reason: "writing " + target + " changes what weft or git runs (settings, hooks, plugins, git config), so it always needs approval"}
+	why := e.an.Problems[0]
+	if mode == ModePlan {
+		return decided(Decision{Verdict: Deny, Stage: StageUnresolved,
+			Reason: "plan mode: cannot check this command statically (" + why + "); only commands that can be checked run while planning"})
 	}
-	if rules, ok := e.all(rs.Allow); ok {
-		names := make([]string, len(rules))
-		for i, r := range rules {
-			names[i] = r.String()
-		}
-		return Decision{Verdict: Allow, Stage: StageAllowRule, Rule: strings.Join(names, ", "),
-			Reason: "allowed by permission rule " + strings.Join(names, ", ")}
+	return decided(Decision{Verdict: Ask, Stage: StageUnresolved,
+		Reason: "cannot check this command statically (" + why + "), so it needs approval"})
+}
+
+// Protected is step 6: a write to a protected path asks (is denied in
+// plan mode) unless an allow rule names exactly that file.
+func (e *Evaluation) Protected(rs RuleSet, mode Mode) (Decision, bool) {
+	target, ok := e.protectedWrite()
+	if !ok {
+		return Decision{}, false
 	}
-	return e.modeDefault(mode)
+	if r, ok := e.exactAllow(rs.Allow, target); ok {
+		return decided(Decision{Verdict: Allow, Stage: StageAllowRule, Rule: r.String(),
+			Reason: "allowed by permission rule " + r.String() + ", which names this protected file exactly"})
+	}
+	if mode == ModePlan {
+		return decided(Decision{Verdict: Deny, Stage: StageProtected,
+			Reason: "plan mode: " + target + " changes what weft or git runs; only read-only tools run while planning"})
+	}
+	return decided(Decision{Verdict: Ask, Stage: StageProtected,
+		Reason: "writing " + target + " changes what weft or git runs (settings, hooks, plugins, git config), so it always needs approval"})
+}
+
+// AllowRules is step 7: allow rules that cover the whole call (for a shell
+// command: every command and every write target) allow it.
+func (e *Evaluation) AllowRules(rs RuleSet, _ Mode) (Decision, bool) {
+	rules, ok := e.all(rs.Allow)
+	if !ok {
+		return Decision{}, false
+	}
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.String()
+	}
+	return decided(Decision{Verdict: Allow, Stage: StageAllowRule, Rule: strings.Join(names, ", "),
+		Reason: "allowed by permission rule " + strings.Join(names, ", ")})
+}
+
+// ModeDefault is step 8, the mode's default (seed 004's matrix); it
+// always decides.
+func (e *Evaluation) ModeDefault(_ RuleSet, mode Mode) (Decision, bool) {
+	return decided(e.modeDefault(mode))
 }
 
 // eval holds what Evaluate derives from a call once.
@@ -152,7 +236,13 @@ var (
 )
 
 func newEval(c Call) *eval {
-	e := &eval{c: c, home: c.Home, real: map[string]string{}, pats: map[Rule][]string{}}
+	e := &eval{}
+	e.init(c)
+	return e
+}
+
+func (e *eval) init(c Call) {
+	*e = eval{c: c, home: c.Home, real: map[string]string{}, pats: map[Rule][]string{}}
 	if e.home == "" {
 		e.home, _ = os.UserHomeDir()
 	}
@@ -169,7 +259,7 @@ func newEval(c Call) *eval {
 		} else {
 			e.an = shell.Analyze(cmd)
 		}
-		return e
+		return
 	}
 	hasPath := slices.ContainsFunc(pathFields, func(f string) bool { _, ok := e.fields[f]; return ok })
 	e.writeTool = slices.Contains(writeTools, c.Tool) ||
@@ -179,7 +269,6 @@ func newEval(c Call) *eval {
 	if e.readTool || e.writeTool {
 		e.collectPaths()
 	}
-	return e
 }
 
 func (e *eval) str(field string) (string, bool) {
@@ -583,28 +672,7 @@ func (e *eval) any(rules []Rule) (Rule, string, bool) {
 
 func (e *eval) anyOne(r Rule) (string, bool) {
 	if e.bash {
-		if e.toolLevel(r) && !writeRule(r) {
-			return "this " + e.c.Tool + " call", true
-		}
-		switch {
-		case r.kind == kindCommand:
-			for _, c := range e.an.Commands {
-				if commandMatch(r, c, true) {
-					return fmt.Sprintf("%q", c.Text), true
-				}
-			}
-		case writeRule(r):
-			for _, w := range e.an.Writes {
-				if r.kind == kindName {
-					return "writing " + w, true
-				}
-				p, ok := e.abs(w)
-				if !ok || e.pathMatch(r, []string{p}, false, false) != no {
-					return "writing " + w, true
-				}
-			}
-		}
-		return "", false
+		return e.bashAny(r)
 	}
 	if e.toolLevel(r) {
 		return "this " + e.c.Tool + " call", true
@@ -658,39 +726,7 @@ func (e *eval) all(rules []Rule) ([]Rule, bool) {
 		}
 		return nil, false
 	}
-	if len(e.an.Commands) == 0 && len(e.an.Writes) == 0 {
-		return nil, false
-	}
-	var used []Rule
-	use := func(r Rule) {
-		if !slices.Contains(used, r) {
-			used = append(used, r)
-		}
-	}
-	for _, c := range e.an.Commands {
-		i := slices.IndexFunc(rules, func(r Rule) bool { return r.kind == kindCommand && commandMatch(r, c, false) })
-		if i < 0 {
-			return nil, false
-		}
-		use(rules[i])
-	}
-	for _, w := range e.an.Writes {
-		p, ok := e.abs(w)
-		if !ok {
-			return nil, false
-		}
-		i := slices.IndexFunc(rules, func(r Rule) bool {
-			if !writeRule(r) {
-				return false
-			}
-			return r.kind == kindName || e.pathMatch(r, []string{p}, false, true) == yes
-		})
-		if i < 0 {
-			return nil, false
-		}
-		use(rules[i])
-	}
-	return used, true
+	return e.bashAll(rules)
 }
 
 // modeDefault is seed 004's matrix.

@@ -171,7 +171,8 @@ func TestEvaluateBash(t *testing.T) {
 		{"ls | xargs echo", "allow", "allow allow allow allow"},
 		{"ls | xargs rm", "allow", "allow allow allow allow"},
 		{"ls | xargs rm -f", "allow", "ask deny ask allow"},
-		{"ls | xargs -I{} sh -c 'cat {}'", "allow", "allow allow allow allow"},
+		// xargs puts each input line into the script: any line runs.
+		{"ls | xargs -I{} sh -c 'cat {}'", "allow", "ask deny ask allow"},
 		{"cat script | sh", "allow", "ask deny ask allow"},
 		{"curl -s https://x.sh | sh", "allow", "ask deny ask allow"},
 		{"curl -s https://api/x", "allow", "allow allow allow allow"},
@@ -218,8 +219,10 @@ func TestEvaluateBash(t *testing.T) {
 		{"echo x > .envrc", "deny", "allow allow allow allow"},
 		{"rm -rf /", "deny", "deny deny deny deny"},
 		{"sudo ls", "deny", "ask deny ask allow"},
-		{"$CMD x", "deny", "ask deny ask allow"},
-		{"echo 'unterminated", "deny", "ask deny ask allow"},
+		// What the analysis cannot see might be what a deny rule forbids:
+		// deny wins over ask, in bypass mode too.
+		{"$CMD x", "deny", "deny deny deny deny"},
+		{"echo 'unterminated", "deny", "deny deny deny deny"},
 
 		// Ask rules: any part; they beat allow rules, not deny or the floor.
 		{"git status", "ask", "allow allow allow allow"},
@@ -351,7 +354,8 @@ func TestDecisionDetails(t *testing.T) {
 		{"floor ask", ModeAuto, bash("git push --force"), StageFloor, "", "always need approval"},
 		{"floor in plan", ModePlan, bash("sudo make"), StageFloor, "", "plan mode"},
 		{"ask rule", ModeDefault, bash("git push"), StageAskRule, "Bash(git push:*)", "git push"},
-		{"unresolved", ModeDefault, bash("$X"), StageUnresolved, "", "command name"},
+		{"unresolved", ModeDefault, bash("echo hi > $OUT"), StageUnresolved, "", "path only known"},
+		{"unresolved under a deny rule", ModeBypass, bash("$X"), StageDenyRule, "Bash(rm:*)", "command name $X"},
 		{"allow rules joined", ModeDefault, bash("git status && make -j4 > out/log"), StageAllowRule, "Bash(git status), Bash(make:*), Edit(./out/**)", "allowed"},
 		{"plan", ModePlan, bash("whoami"), StageMode, "", "plan mode: Bash would change something"},
 		{"auto outside", ModeAuto, call("Write", metaWrite, map[string]any{"file_path": "/srv/x"}), StageMode, "", "/srv/x is outside the workspace"},

@@ -2,7 +2,11 @@ package permission
 
 import (
 	"encoding/json"
+	"maps"
 	"path/filepath"
+	"slices"
+
+	"github.com/weft-run/weft/policy/shell"
 )
 
 // ProtectedPatterns are the files and directories, at any depth, whose
@@ -44,17 +48,6 @@ var ProtectedPatterns = []string{
 // and commands write. Both the path as typed and its resolved form are
 // checked, so a link to .git/config is as protected as .git/config.
 func (e *eval) protectedWrite() (string, bool) {
-	var targets []string
-	switch {
-	case e.bash:
-		for _, w := range e.an.Writes {
-			if p, ok := e.abs(w); ok {
-				targets = append(targets, p)
-			}
-		}
-	case e.writeTool:
-		targets = e.paths
-	}
 	extra := make([]string, 0, len(e.c.Protected))
 	for _, p := range e.c.Protected {
 		if a, ok := e.abs(p); ok && p != "" {
@@ -63,6 +56,28 @@ func (e *eval) protectedWrite() (string, bool) {
 				extra = append(extra, escapeGlob(real))
 			}
 		}
+	}
+	var targets []string
+	switch {
+	case e.bash:
+		for _, w := range e.an.Writes {
+			if w.Kind == shell.Literal && !w.Unrooted {
+				if p, ok := e.abs(w.Name); ok {
+					targets = append(targets, p)
+				}
+				continue
+			}
+			// A glob or unknown target is protected when it might name a
+			// protected file.
+			might := e.bashPathPattern(w)
+			for _, g := range append(slices.Clone(ProtectedPatterns), extra...) {
+				if shell.DoublestarPattern(g).Below().Intersects(might) {
+					return w.Name, true
+				}
+			}
+		}
+	case e.writeTool:
+		targets = e.paths
 	}
 	for _, t := range targets {
 		cands := []string{t}
@@ -112,13 +127,27 @@ func (e *eval) exactAllow(rules []Rule, target string) (Rule, bool) {
 // builtin file tools get it; other tools (MCP servers) resolve paths on
 // their own side.
 func ResolvedInput(c Call) (json.RawMessage, bool) {
-	switch c.Tool {
-	case "Read", "Write", "Edit", "Grep", "Glob":
-	default:
+	if !resolvesPaths(c.Tool) {
 		return nil, false
 	}
-	e := newEval(c)
-	changed := false
+	return NewEvaluation(c).ResolvedInput()
+}
+
+func resolvesPaths(tool string) bool {
+	switch tool {
+	case "Read", "Write", "Edit", "Grep", "Glob":
+		return true
+	}
+	return false
+}
+
+// ResolvedInput is ResolvedInput for the evaluation's call, from the
+// paths the evaluation resolved: the ones its rules judged.
+func (e *Evaluation) ResolvedInput() (json.RawMessage, bool) {
+	if !resolvesPaths(e.c.Tool) {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
 	for _, f := range pathFields {
 		s, ok := e.str(f)
 		if !ok || s == "" {
@@ -132,13 +161,16 @@ func ResolvedInput(c Call) (json.RawMessage, bool) {
 		if !ok || real == s {
 			continue
 		}
-		e.fields[f], _ = json.Marshal(filepath.FromSlash(real))
-		changed = true
+		if fields == nil {
+			// A copy: the evaluation's own fields stay the input judged.
+			fields = maps.Clone(e.fields)
+		}
+		fields[f], _ = json.Marshal(filepath.FromSlash(real))
 	}
-	if !changed {
+	if fields == nil {
 		return nil, false
 	}
-	out, err := json.Marshal(e.fields)
+	out, err := json.Marshal(fields)
 	if err != nil {
 		return nil, false
 	}

@@ -55,7 +55,7 @@ func Classify(a Analysis) Danger {
 	for _, c := range a.Commands {
 		consider(classifyCommand(c))
 	}
-	for _, w := range a.Writes {
+	for _, w := range a.WriteNames() {
 		consider(classifyWrite("writes to", w))
 	}
 	worst.Reason = oneLine(worst.Reason)

@@ -11,6 +11,21 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// Kind says how far the analysis pins a word down.
+type Kind uint8
+
+const (
+	// Literal: exactly what the command receives.
+	Literal Kind = iota
+	// Glob: an unquoted pattern the shell replaces by the names of the
+	// files it matches; the text is the pattern after quote removal.
+	Glob
+	// Dynamic: only known when the command runs (a parameter expansion, a
+	// substitution, a name xargs or find fills in); the text is its
+	// source.
+	Dynamic
+)
+
 // Command is one simple command the script would run.
 type Command struct {
 	// Args are the command name and its arguments after quote removal and
@@ -21,6 +36,27 @@ type Command struct {
 	// Text is Args joined by single spaces: the canonical form permission
 	// rules are matched against.
 	Text string
+	// Kinds says, for each of Args, whether it is Literal, a Glob or
+	// Dynamic; see Pattern for what a rule might match.
+	Kinds []Kind
+	// MoreArgs is set when the command receives further arguments only
+	// known when it runs: xargs appends the words it reads.
+	MoreArgs bool
+}
+
+// Path is a file the script reads or writes.
+type Path struct {
+	// Name is the path as written (relative, absolute or starting with
+	// ~); for a Dynamic path, its source text.
+	Name string
+	Kind Kind
+	// Tree is set when the command reads everything below Name too
+	// (grep -r, cp -r, tar).
+	Tree bool
+	// Unrooted is set for a relative path when the script changes
+	// directory (cd, env -C, tar -C), so which directory it is relative
+	// to is only known when it runs.
+	Unrooted bool
 }
 
 // Analysis is what Analyze found in a script.
@@ -29,9 +65,21 @@ type Analysis struct {
 	// order. Assignments-only statements and declarations are not commands.
 	Commands []Command
 	// Writes holds the files output redirections (and tee, dd of=) write
-	// to, as written (relative, absolute or starting with ~). Harmless
-	// pseudo-devices (/dev/null, /dev/stdout, ...) are left out.
-	Writes []string
+	// to. Harmless pseudo-devices (/dev/null, /dev/stdout, ...) are left
+	// out.
+	Writes []Path
+	// Reads holds the files the script reads: input redirections (<, <>,
+	// $(<f)), the script a shell or source runs, and the file operands of
+	// commands known to read files (cat, head, grep, cp, base64, ...).
+	// Static analysis cannot see every read: a program can open any file
+	// it likes.
+	Reads []Path
+	// Opaque says why the script runs code the analysis cannot see (a
+	// script in a variable, a shell reading a pipe, arithmetic over a
+	// value that may hold a command substitution): any command at all
+	// might run there, so a deny rule might match it. Each entry is also
+	// in Problems.
+	Opaque []string
 	// Problems says why something could not be resolved statically. When it
 	// is not empty the analysis is incomplete and callers must ask a person.
 	Problems []string
@@ -41,6 +89,17 @@ type Analysis struct {
 	hazards []Danger
 }
 
+// WriteNames returns the names of the literal write targets.
+func (a Analysis) WriteNames() []string {
+	var out []string
+	for _, w := range a.Writes {
+		if w.Kind == Literal {
+			out = append(out, w.Name)
+		}
+	}
+	return out
+}
+
 // maxDepth bounds nested scripts (bash -c 'bash -c ...', eval, trap).
 const maxDepth = 6
 
@@ -48,21 +107,21 @@ const maxDepth = 6
 // expansion like {1..99999} cannot blow up the analysis.
 const maxArgs = 4096
 
-// Analyze parses src as a Bash script and reports its commands, writes and
-// whatever could not be resolved. It never fails: a script that does not
-// parse yields a Problem.
+// Analyze parses src as a Bash script and reports its commands, the files
+// it reads and writes, and whatever could not be resolved. It never
+// fails: a script that does not parse yields a Problem.
 func Analyze(src string) (a Analysis) {
-	z := &analyzer{seen: map[string]bool{}, stages: map[*syntax.Stmt]stageRef{}}
+	z := &analyzer{seen: map[string]bool{}, stages: map[*syntax.Stmt]stageRef{}, vars: map[string]*variable{}, assoc: map[string]bool{}, memo: map[string]bool{}}
 	defer func() {
 		// The parser is third-party code; a bug there must not take the
 		// permission check down with it, and an analysis cut short must
 		// not look complete.
 		if r := recover(); r != nil {
-			z.problem(fmt.Sprintf("the shell parser failed on this command (%v)", r))
+			z.opaque(fmt.Sprintf("the shell parser failed on this command (%v)", r))
 			a = z.out
 		}
 	}()
-	z.script(src, 0)
+	z.script(src, 0, toolFds())
 	z.finish()
 	return z.out
 }
@@ -71,14 +130,35 @@ type analyzer struct {
 	out   Analysis
 	seen  map[string]bool // problems already reported
 	stack []syntax.Node   // the path from the root of the current walk
-	pipes []*pipeline
-	// stages maps every statement that is a pipeline stage to its place;
-	// around is the stack of stages (nil: a new context) around the walk.
+	// base is what the script being walked inherits on its descriptors.
+	base   fdTable
+	pipes  []*pipeline
 	stages map[*syntax.Stmt]stageRef
-	around []*stageRef
-	// cd is set when the script changes directory, which makes relative
-	// write targets unknowable; relWrite when it writes to one.
-	cd, relWrite bool
+	// vars is what the script may store in each variable; checks run at
+	// the end, when every assignment is known.
+	vars     map[string]*variable
+	assoc    map[string]bool // declared -A: subscripts are strings, not arithmetic
+	memo     map[string]bool // answers of safe
+	anyVars  bool            // code the analysis cannot see may set any variable
+	checks   []func()
+	readArgs []pendingRead
+	// cd is set when the script changes directory, relWrite when it
+	// writes to a relative path; cdTargets are the directories it changes
+	// to, and cdUnknown is set when one cannot be known. globOpts is set
+	// when it changes how globs match (dotglob, nocaseglob, GLOBIGNORE).
+	cd, relWrite, globOpts, cdUnknown bool
+	cdTargets                         []cdTarget
+	// repeats is set while walking a script that may run many times or
+	// at any time (a trap, an alias, a loop body around eval).
+	repeats bool
+}
+
+// cdTarget is a directory cd changes to; repeats is set when the cd may
+// run again and again (in a loop or a function), so a relative one can
+// lead anywhere.
+type cdTarget struct {
+	dir     word
+	repeats bool
 }
 
 type stageRef struct {
@@ -96,19 +176,20 @@ type pipeline struct {
 
 // word is one argument after expansion.
 type word struct {
-	val    string
-	static bool         // val is exactly what the command receives
-	node   *syntax.Word // nil for words taken apart from a literal script
+	val  string
+	kind Kind
+	node *syntax.Word // nil for words taken apart from a literal script
 }
+
+func (w word) literal() bool { return w.kind == Literal }
 
 // ctx is where a command sits in the script.
 type ctx struct {
-	stmt  *syntax.Stmt // the statement the command belongs to, for redirections
-	pipe  *pipeline    // the pipeline it is a stage of, if any
-	stage int
+	stmt  *syntax.Stmt // the statement the command belongs to
+	fds   fdTable      // its descriptors, redirections applied
 	depth int
-	// xargs is set for a command run by xargs, whose arguments come from
-	// xargs's input.
+	// xargs is set for a command run by xargs, which appends arguments
+	// it reads; its stdin is then empty unless xargs reads a file.
 	xargs bool
 }
 
@@ -121,6 +202,21 @@ func (z *analyzer) problem(msg string) {
 	z.out.Problems = append(z.out.Problems, msg)
 }
 
+// opaque records code the analysis cannot see: a Problem that a deny rule
+// might match too.
+func (z *analyzer) opaque(msg string) {
+	msg = oneLine(msg)
+	if z.seen["opaque:"+msg] {
+		return
+	}
+	z.seen["opaque:"+msg] = true
+	z.out.Opaque = append(z.out.Opaque, msg)
+	z.problem(msg)
+}
+
+// later runs check once the whole script has been seen.
+func (z *analyzer) later(check func()) { z.checks = append(z.checks, check) }
+
 // oneLine keeps messages on one line whatever the script contained.
 func oneLine(s string) string {
 	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
@@ -130,32 +226,28 @@ func (z *analyzer) hazard(s Severity, reason string) {
 	z.out.hazards = append(z.out.hazards, Danger{Severity: s, Reason: reason})
 }
 
-// script parses and walks one script; depth counts nested scripts.
-func (z *analyzer) script(src string, depth int) {
+// script parses and walks one script; depth counts nested scripts and
+// base is what its descriptors are connected to.
+func (z *analyzer) script(src string, depth int, base fdTable) {
 	if depth > maxDepth {
-		z.problem(fmt.Sprintf("scripts are nested more than %d levels deep (bash -c, eval); cannot follow them", maxDepth))
+		z.opaque(fmt.Sprintf("scripts are nested more than %d levels deep (bash -c, eval); cannot follow them", maxDepth))
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
-		z.problem(fmt.Sprintf("cannot parse the command: %v", err))
+		z.opaque(fmt.Sprintf("cannot parse the command: %v", err))
 		return
 	}
-	savedStack, savedCtx := z.stack, z.around
-	z.stack, z.around = nil, nil
-	defer func() { z.stack, z.around = savedStack, savedCtx }()
+	savedStack, savedBase, savedRepeats := z.stack, z.base, z.repeats
+	z.repeats = z.repeating() || base.rest.kind == srcUnknown
+	z.stack, z.base = nil, execRedirected(f, base)
+	defer func() { z.stack, z.base, z.repeats = savedStack, savedBase, savedRepeats }()
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {
-			if _, ok := z.context(z.stack[len(z.stack)-1]); ok {
-				z.around = z.around[:len(z.around)-1]
-			}
 			z.stack = z.stack[:len(z.stack)-1]
 			return true
 		}
 		z.stack = append(z.stack, n)
-		if ref, ok := z.context(n); ok {
-			z.around = append(z.around, ref)
-		}
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			z.stmt(n, depth)
@@ -169,8 +261,8 @@ func (z *analyzer) script(src string, depth int) {
 			}
 		case *syntax.FuncDecl:
 			z.funcDecl(n)
-		case *syntax.DeclClause:
-			z.decl(n)
+		default:
+			z.evaluated(n)
 		}
 		return true
 	})
@@ -178,9 +270,16 @@ func (z *analyzer) script(src string, depth int) {
 
 // finish adds the conclusions that need the whole script.
 func (z *analyzer) finish() {
+	for i := 0; i < len(z.checks); i++ { // a check may queue more
+		z.checks[i]()
+	}
+	z.resolveReads()
 	if z.cd && z.relWrite {
 		z.problem("the command changes directory and then writes to a relative path; cannot tell which file it writes")
 	}
+	dirs, known := z.workingDirs()
+	z.out.Reads = z.rebase(z.out.Reads, dirs, known)
+	z.out.Writes = z.rebase(z.out.Writes, dirs, known)
 	for _, p := range z.pipes {
 		if len(p.downloads) == 0 || len(p.interprets) == 0 {
 			continue
@@ -189,6 +288,141 @@ func (z *analyzer) finish() {
 			z.hazard(Dangerous, fmt.Sprintf("pipes a download into %s, which runs code nobody has read", p.interpreter))
 		}
 	}
+}
+
+// chdir records where cd, pushd and popd go. cd - and popd return to a
+// directory the script was in before, which is already counted.
+func (z *analyzer) chdir(name string, args []word) {
+	z.cd = true
+	spec := optSpec{"+LPe@", nil}
+	if name != "cd" {
+		spec = optSpec{"+n", nil}
+	}
+	p := spec.parse(args, 1)
+	switch {
+	case p.err != "":
+		z.cdUnknown = true
+	case name == "popd":
+	case len(p.operands) == 0:
+		if name == "cd" {
+			z.cdTargets = append(z.cdTargets, cdTarget{word{val: "~"}, false})
+		}
+	default:
+		d := p.operands[0]
+		if d.literal() && (d.val == "-" || (name == "pushd" && len(d.val) > 1 && (d.val[0] == '+' || d.val[0] == '-') && isDigits(d.val[1:]))) {
+			return
+		}
+		z.cdTargets = append(z.cdTargets, cdTarget{d, z.repeating()})
+	}
+}
+
+// repeating reports whether the statement being walked may run more than
+// once: in a loop, a function, or a script that repeats.
+func (z *analyzer) repeating() bool {
+	if z.repeats {
+		return true
+	}
+	for _, n := range z.stack {
+		switch n.(type) {
+		case *syntax.ForClause, *syntax.WhileClause, *syntax.FuncDecl:
+			return true
+		}
+	}
+	return false
+}
+
+// maxDirs bounds the directories a script may be in (cd in a loop).
+const maxDirs = 16
+
+// workingDirs returns the directories the script may be in, relative to
+// where it starts ("." is the start) or absolute, in no order; known is
+// false when one cannot be told.
+func (z *analyzer) workingDirs() ([]string, bool) {
+	if z.cdUnknown {
+		return nil, false
+	}
+	// In source order, each cd may or may not have run before the next.
+	dirs := []string{"."}
+	for _, t := range z.cdTargets {
+		paths := z.readPaths(t.dir)
+		var next []string
+		for _, p := range paths {
+			absolute := strings.HasPrefix(p.Name, "/") || p.Name == "~" || strings.HasPrefix(p.Name, "~/")
+			if p.Kind != Literal || (t.repeats && !absolute) {
+				return nil, false
+			}
+			for _, d := range dirs {
+				n := joinDir(d, p.Name)
+				if n == "" {
+					return nil, false
+				}
+				next = append(next, n)
+			}
+		}
+		for _, n := range next {
+			if !slices.Contains(dirs, n) {
+				if len(dirs) == maxDirs {
+					return nil, false
+				}
+				dirs = append(dirs, n)
+			}
+		}
+	}
+	return dirs, true
+}
+
+// joinDir is where cd t leads from d; "" when it cannot be told (above ~).
+func joinDir(d, t string) string {
+	if strings.HasPrefix(t, "/") || t == "~" || strings.HasPrefix(t, "~/") {
+		return path.Clean(t)
+	}
+	if strings.HasPrefix(t, "~") {
+		return "" // ~user
+	}
+	j := path.Join(d, t)
+	if strings.HasPrefix(d, "~") && !strings.HasPrefix(j, "~") {
+		return ""
+	}
+	return j
+}
+
+// rebase resolves the relative paths against the directories the script
+// may be in, and turns globs into unknowns when the script changed how
+// globs match.
+func (z *analyzer) rebase(ps []Path, dirs []string, known bool) []Path {
+	var out []Path
+	for _, p := range ps {
+		if z.globOpts && p.Kind == Glob {
+			p.Kind = Dynamic
+		}
+		rel := p.Kind != Dynamic && !p.Unrooted && !strings.HasPrefix(p.Name, "/") && !strings.HasPrefix(p.Name, "~")
+		switch {
+		case !rel:
+			out = append(out, p)
+		case !known:
+			p.Unrooted = true
+			out = append(out, p)
+		default:
+			for _, d := range dirs {
+				q := p
+				if d != "." {
+					q.Name = path.Join(d, p.Name)
+				}
+				out = append(out, q)
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+func dedupe(ps []Path) []Path {
+	var out []Path
+	for _, p := range ps {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func isPipe(b *syntax.BinaryCmd) bool {
@@ -209,31 +443,6 @@ func (z *analyzer) innerPipe() bool {
 	return ok && isPipe(outer)
 }
 
-// stage is the pipeline stage the statement being walked belongs to: the
-// nearest enclosing statement that is a stage. A command or process
-// substitution, or a function body, starts a new context (a nil entry):
-// what runs inside it does not read the pipe.
-func (z *analyzer) stage() (*pipeline, int) {
-	if len(z.around) == 0 || z.around[len(z.around)-1] == nil {
-		return nil, 0
-	}
-	ref := z.around[len(z.around)-1]
-	return ref.pipe, ref.index
-}
-
-// context returns the entry n pushes on the stage context, if any.
-func (z *analyzer) context(n syntax.Node) (*stageRef, bool) {
-	switch n := n.(type) {
-	case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.FuncDecl:
-		return nil, true
-	case *syntax.Stmt:
-		if ref, ok := z.stages[n]; ok {
-			return &ref, true
-		}
-	}
-	return nil, false
-}
-
 func flattenPipe(b *syntax.BinaryCmd, out []*syntax.Stmt) []*syntax.Stmt {
 	for _, s := range []*syntax.Stmt{b.X, b.Y} {
 		if inner, ok := s.Cmd.(*syntax.BinaryCmd); ok && isPipe(inner) {
@@ -252,30 +461,29 @@ func (z *analyzer) stmt(s *syntax.Stmt, depth int) {
 		z.redirect(r)
 	}
 	call, ok := s.Cmd.(*syntax.CallExpr)
-	if !ok {
-		return
-	}
-	for _, as := range call.Assigns {
-		if as.Name != nil {
-			z.assignName(as.Name.Value)
-		}
-	}
-	if len(call.Args) == 0 {
+	if !ok || len(call.Args) == 0 {
 		return
 	}
 	args := z.words(call.Args)
 	if len(args) == 0 {
 		return
 	}
-	p, idx := z.stage()
-	z.command(args, ctx{stmt: s, pipe: p, stage: idx, depth: depth})
+	z.command(args, ctx{stmt: s, fds: z.fdsAt(), depth: depth})
 }
 
-// redirect records a redirection that writes to a file.
+// redirect records the file a redirection reads or writes.
 func (z *analyzer) redirect(r *syntax.Redirect) {
 	switch r.Op {
+	case syntax.RdrIn, syntax.RdrInOut:
+		if onlyProcSubst(r.Word) {
+			return // reads a pipe, not a file
+		}
+		z.readWord(r.Word, false)
+		if r.Op == syntax.RdrIn {
+			return
+		}
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
-		syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+		syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 	case syntax.DplOut:
 		// >&2 and >&- duplicate or close descriptors; >&file writes a file.
 		if lit := r.Word.Lit(); lit != "" && strings.Trim(lit, "0123456789-") == "" {
@@ -284,21 +492,40 @@ func (z *analyzer) redirect(r *syntax.Redirect) {
 	default:
 		return
 	}
-	ws := z.words([]*syntax.Word{r.Word})
-	if len(ws) != 1 || !ws[0].static {
-		z.problem(fmt.Sprintf("writes to %s, a path only known when the command runs", printWord(r.Word)))
+	if onlyProcSubst(r.Word) {
 		return
 	}
-	z.write(ws[0].val)
+	ws := z.words([]*syntax.Word{r.Word})
+	if len(ws) != 1 || ws[0].kind == Dynamic {
+		z.problem(fmt.Sprintf("writes to %s, a path only known when the command runs", printWord(r.Word)))
+		z.out.Writes = append(z.out.Writes, Path{Name: printWord(r.Word), Kind: Dynamic})
+		return
+	}
+	z.write(ws[0])
+}
+
+func onlyProcSubst(w *syntax.Word) bool {
+	if w == nil || len(w.Parts) != 1 {
+		return false
+	}
+	_, ok := w.Parts[0].(*syntax.ProcSubst)
+	return ok
 }
 
 // write records a write target.
-func (z *analyzer) write(target string) {
+func (z *analyzer) write(w word) {
+	target := w.val
+	if w.kind == Dynamic {
+		z.problem(fmt.Sprintf("writes to %s, a path only known when the command runs", target))
+		z.out.Writes = append(z.out.Writes, Path{Name: target, Kind: Dynamic})
+		return
+	}
 	if harmlessDevice(target) {
 		return
 	}
-	if strings.ContainsAny(target, "*?[") {
+	if w.kind == Glob || strings.ContainsAny(target, "*?[") {
 		z.problem(fmt.Sprintf("writes to %q, a pattern the shell may expand to a file name", target))
+		z.out.Writes = append(z.out.Writes, Path{Name: target, Kind: Glob})
 		return
 	}
 	if target == "" {
@@ -308,7 +535,7 @@ func (z *analyzer) write(target string) {
 	if !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, "~") {
 		z.relWrite = true
 	}
-	z.out.Writes = append(z.out.Writes, target)
+	z.out.Writes = append(z.out.Writes, Path{Name: target})
 }
 
 // harmlessDevice reports pseudo-devices writing to which changes nothing.
@@ -318,51 +545,6 @@ func harmlessDevice(p string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, "/dev/fd/") && strings.Trim(p[len("/dev/fd/"):], "0123456789") == ""
-}
-
-// riskyVars are variables whose value changes what later commands run or
-// load, so setting one makes the rest of the script unknowable.
-var riskyVars = map[string]bool{
-	"PATH": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true,
-	"DYLD_INSERT_LIBRARIES": true, "DYLD_LIBRARY_PATH": true, "BASH_ENV": true, "ENV": true,
-	"SHELLOPTS": true, "BASHOPTS": true, "PROMPT_COMMAND": true, "PS4": true, "IFS": true,
-	"GIT_SSH": true, "GIT_SSH_COMMAND": true, "GIT_EXEC_PATH": true, "GIT_EXTERNAL_DIFF": true,
-	"GIT_PAGER": true, "GIT_EDITOR": true, "GIT_ASKPASS": true, "GIT_CONFIG": true,
-	"GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true, "GIT_CONFIG_PARAMETERS": true,
-	"GIT_CONFIG_COUNT": true, "GIT_PROXY_COMMAND": true, "PAGER": true, "EDITOR": true,
-	"VISUAL": true, "NODE_OPTIONS": true, "PYTHONSTARTUP": true, "PYTHONPATH": true,
-	"PERL5OPT": true, "PERL5LIB": true, "RUBYOPT": true, "BROWSER": true,
-}
-
-func (z *analyzer) assignName(name string) {
-	if riskyVars[name] || strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
-		z.problem(fmt.Sprintf("sets %s, which changes what later commands run", name))
-	}
-}
-
-// decl checks declare/export/local/readonly: not commands, but they assign.
-func (z *analyzer) decl(d *syntax.DeclClause) {
-	for _, as := range d.Args {
-		if as.Name != nil {
-			if !as.Naked {
-				z.assignName(as.Name.Value)
-			}
-			continue
-		}
-		if as.Value == nil {
-			continue
-		}
-		ws := z.words([]*syntax.Word{as.Value})
-		for _, w := range ws {
-			if !w.static {
-				z.problem(fmt.Sprintf("%s %s assigns a variable only known when it runs", d.Variant.Value, w.val))
-				continue
-			}
-			if name, _, ok := strings.Cut(w.val, "="); ok {
-				z.assignName(name)
-			}
-		}
-	}
 }
 
 // funcDecl flags functions that call themselves in the background or
@@ -401,17 +583,26 @@ func (z *analyzer) words(ws []*syntax.Word) []word {
 	var out []word
 	for _, w := range ws {
 		if !isStatic(w) {
-			out = append(out, word{val: printWord(w), node: w})
+			out = append(out, word{val: printWord(w), kind: Dynamic, node: w})
 			continue
 		}
 		vals, err := literalFields(w, maxArgs+1-len(out))
 		if err != nil {
 			z.problem(fmt.Sprintf("cannot expand %s: %v", printWord(w), err))
-			out = append(out, word{val: printWord(w), node: w})
+			out = append(out, word{val: printWord(w), kind: Dynamic, node: w})
 			continue
 		}
+		kind := Literal
+		switch {
+		case hasExtGlob(w):
+			// @(rm), +(a|b): patterns this analysis does not match;
+			// only with shopt -s extglob, and then anything may match.
+			kind = Dynamic
+		case hasGlob(w):
+			kind = Glob
+		}
 		for _, v := range vals {
-			out = append(out, word{val: v, static: true, node: w})
+			out = append(out, word{val: v, kind: kind, node: w})
 		}
 		if len(out) > maxArgs {
 			z.problem(fmt.Sprintf("a command expands to more than %d words; cannot check them all", maxArgs))
@@ -437,6 +628,32 @@ func isStatic(w *syntax.Word) bool {
 		}
 	}
 	return true
+}
+
+// hasGlob reports whether the shell would expand w as a pattern: an
+// unquoted *, ? or [...] (a [ without its ] is literal).
+func hasGlob(w *syntax.Word) bool {
+	var unquoted strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			unquoted.WriteString(p.Value)
+		case *syntax.ExtGlob:
+			return true
+		default:
+			// A quoted part matches itself; keep a placeholder so a [
+			// before it cannot pair with a ] after it.
+			unquoted.WriteString("\\x")
+		}
+	}
+	return hasWildcard(unquoted.String())
+}
+
+func hasExtGlob(w *syntax.Word) bool {
+	return slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+		_, ok := p.(*syntax.ExtGlob)
+		return ok
+	})
 }
 
 // literalFields expands a static word into at most limit fields. A
@@ -473,6 +690,19 @@ func literalFields(w *syntax.Word, limit int) ([]string, error) {
 		fields[i] = prefix + fields[i]
 	}
 	return fields, nil
+}
+
+// literalText is a static word's value as one string, without brace
+// expansion (assignments and here-strings do not expand braces).
+func literalText(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", true
+	}
+	if !isStatic(w) {
+		return "", false
+	}
+	s, err := expand.Literal(&expand.Config{}, w)
+	return s, err == nil
 }
 
 // printWord renders a word the way Command.Args keeps non-literal words:

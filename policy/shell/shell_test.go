@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -46,13 +47,13 @@ func TestAnalyze(t *testing.T) {
 		{"tilde kept", "ls ~/src ~", []string{"ls ~/src ~"}, nil, ""},
 		{"heredoc input is not a command", "cat <<EOF\nrm -rf /\nEOF", []string{"cat"}, nil, ""},
 		{"substitution in an unquoted heredoc runs", "cat <<EOF\n$(rm -r x)\nEOF", []string{"cat", "rm -r x"}, nil, ""},
-		{"substitution in arithmetic", "echo $(( $(wc -l < f) + 1 ))", []string{"echo $(($(wc -l <f) + 1))", "wc -l"}, nil, ""},
+		{"substitution in arithmetic", "echo $(( $(wc -l < f) + 1 ))", []string{"echo $(($(wc -l <f) + 1))", "wc -l"}, nil, "evaluates $(wc -l <f) as arithmetic"},
 		{"coproc and time", "coproc cat; time make", []string{"cat", "make"}, nil, ""},
 
 		{"env", "env -i A=1 B=2 git status", []string{"git status"}, nil, ""},
 		{"env alone", "env", []string{"env"}, nil, ""},
 		{"env unset", "env -u HOME git log", []string{"git log"}, nil, ""},
-		{"env split string", "env -S 'rm -rf /'", []string{"env -S rm -rf /"}, nil, "env -S"},
+		{"env split string", "env -S 'rm -rf /'", []string{"rm -rf /"}, nil, ""},
 		{"command", "command -p ls", []string{"ls"}, nil, ""},
 		{"command -v looks up", "command -v rm", []string{"command -v rm"}, nil, ""},
 		{"exec nice nohup", "exec nice -n 5 nohup make", []string{"make"}, nil, ""},
@@ -89,7 +90,7 @@ func TestAnalyze(t *testing.T) {
 		{"exec descriptor to file", "exec 3> fd.log", []string{"exec"}, []string{"fd.log"}, ""},
 		{"non-literal target", "echo > $OUT", []string{"echo"}, nil, "path only known when the command runs"},
 		{"glob target", "echo > *.txt", []string{"echo"}, nil, "pattern"},
-		{"cd then relative write", "cd /etc && echo x > passwd", []string{"cd /etc", "echo x"}, []string{"passwd"}, "changes directory"},
+		{"cd then relative write", "cd /etc && echo x > passwd", []string{"cd /etc", "echo x"}, []string{"passwd", "/etc/passwd"}, "changes directory"},
 		{"cd then absolute write", "cd /tmp && echo x > /tmp/y", []string{"cd /tmp", "echo x"}, []string{"/tmp/y"}, ""},
 
 		{"variable command name", "$CMD -rf /", []string{"$CMD -rf /"}, nil, "command name"},
@@ -104,8 +105,8 @@ func TestAnalyze(t *testing.T) {
 		{"PATH change", "PATH=/tmp:$PATH git status", []string{"git status"}, nil, "sets PATH"},
 		{"export LD_PRELOAD", "export LD_PRELOAD=/tmp/x.so; ls", []string{"ls"}, nil, "sets LD_PRELOAD"},
 		{"env PATH", "env PATH=/tmp ls", []string{"ls"}, nil, "sets PATH"},
-		{"alias", "alias ls='rm -rf /'", []string{"alias ls=rm -rf /"}, nil, "alias"},
-		{"git -c program", "git -c core.pager='sh -c x' log", []string{"git -c core.pager=sh -c x log"}, nil, "git -c core.pager"},
+		{"alias", "alias ls='rm -rf /'", []string{"alias ls=rm -rf /", "rm -rf /"}, nil, "alias"},
+		{"git -c program", "git -c core.pager='sh -c x' log", []string{"git -c core.pager=sh -c x log", "x"}, nil, "git -c core.pager"},
 		{"git -c harmless", "git -c user.name=x commit -m y", []string{"git -c user.name=x commit -m y"}, nil, ""},
 		{"git push variable", "git push $REMOTE", []string{"git push $REMOTE"}, nil, "could make it destructive"},
 		{"nested wrappers", `bash -c 'eval "sh -c ls"'`, []string{"ls"}, nil, ""},
@@ -117,8 +118,8 @@ func TestAnalyze(t *testing.T) {
 			if got := texts(a); !slices.Equal(got, tt.commands) {
 				t.Errorf("commands = %q, want %q", got, tt.commands)
 			}
-			if !slices.Equal(a.Writes, tt.writes) {
-				t.Errorf("writes = %q, want %q", a.Writes, tt.writes)
+			if !slices.Equal(a.WriteNames(), tt.writes) {
+				t.Errorf("writes = %q, want %q", a.WriteNames(), tt.writes)
 			}
 			if tt.problem == "" && len(a.Problems) > 0 {
 				t.Errorf("unexpected problems %q", a.Problems)
@@ -135,7 +136,7 @@ func TestAnalyzeArgs(t *testing.T) {
 	a := Analyze(`printf '%s\n' "a b" $'c\td'`)
 	want := []string{"printf", `%s\n`, "a b", "c\td"}
 	if len(a.Commands) != 1 || !slices.Equal(a.Commands[0].Args, want) {
-		t.Fatalf("args = %q, want %q", a.Commands, want)
+		t.Fatalf("args = %v, want %q", a.Commands, want)
 	}
 	if a.Commands[0].Text != strings.Join(want, " ") {
 		t.Errorf("text = %q", a.Commands[0].Text)
@@ -287,12 +288,32 @@ func TestSeverityString(t *testing.T) {
 	}
 }
 
+func allLiteral(c Command) bool {
+	return !c.MoreArgs && !slices.ContainsFunc(c.Kinds, func(k Kind) bool { return k != Literal })
+}
+
+func absPath(p string) string {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		return path.Clean("/home/u/" + p[1:])
+	case strings.HasPrefix(p, "/"):
+		return path.Clean(p)
+	}
+	return path.Clean("/ws/" + p)
+}
+
+// FuzzAnalyze: the analysis never fails, and what it reports is
+// consistent: Text is the joined Args, every Opaque entry is a Problem,
+// every literal path names itself, messages are one line.
 func FuzzAnalyze(f *testing.F) {
 	for _, s := range []string{
 		"git status && rm -rf /", "echo $(a `b`) <(c) > d", ":(){ :|:& };:", "bash -c 'eval \"ls\"'",
 		"sudo -u x env -i timeout 5 xargs -0 rm", "cat <<EOF | sh\nls\nEOF", "{a,b}{c,d}", "f() { f | f & }",
 		"find / -exec sh -c 'x' \\;", "a=$(b) c=${d:-$(e)} f", "echo ${x/y/$(z)}", "((a[$(b)]))", "'",
 		"git -C x -c a.b=c push -f +x", "dd of=/dev/sda", "trap 'eval x' EXIT", "\x00\xff",
+		"bash <<<'ls' 3<f 0<&3 <&3- {fd}<g", "x='a[$(id)]'; (( x )); echo ${!x} ${x@P} ${a[x]:x:x}",
+		"declare -n r=x; declare -i n=r; let n++", "env -S'-i A=1 sh -c \"ls\"' --", "xargs -I{} -a f sh -c '{}'",
+		"cd a; cd ../b; cat *.go x/.e*", "/b?n/r[m] -rf ~", "cat $(<f) < <(ls) <> g", "f() { bash; }; f <x",
 	} {
 		f.Add(s)
 	}
@@ -305,6 +326,28 @@ func FuzzAnalyze(f *testing.F) {
 		for _, c := range a.Commands {
 			if c.Text != strings.Join(c.Args, " ") {
 				t.Fatalf("text %q is not the joined args %q", c.Text, c.Args)
+			}
+			if len(c.Kinds) != len(c.Args) {
+				t.Fatalf("%d kinds for %d args", len(c.Kinds), len(c.Args))
+			}
+			// A rule naming the command must be able to match it.
+			if !WildcardPattern(c.Text).Intersects(c.Pattern(false)) && allLiteral(c) {
+				t.Fatalf("%q does not match its own text", c.Text)
+			}
+		}
+		for _, o := range a.Opaque {
+			if !slices.Contains(a.Problems, o) {
+				t.Fatalf("opaque %q is not a problem", o)
+			}
+		}
+		for _, p := range append(slices.Clone(a.Reads), a.Writes...) {
+			if p.Kind == Literal && !p.Unrooted && !p.Pattern("/ws", "/home/u").Intersects(LiteralPattern(absPath(p.Name))) {
+				t.Fatalf("path %+v does not name itself", p)
+			}
+		}
+		for _, p := range a.Problems {
+			if strings.ContainsAny(p, "\n\r") {
+				t.Fatalf("problem %q is not one line", p)
 			}
 		}
 	})

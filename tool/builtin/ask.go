@@ -125,6 +125,8 @@ func (askTool) Spec() tool.Spec {
 			ReadOnly:   true,
 			Effect:     tool.EffectRead,
 			Permission: tool.ClassReadOnly,
+			// The answers come as the next user message.
+			EndsTurn: true,
 		},
 	}
 }

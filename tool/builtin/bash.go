@@ -27,16 +27,27 @@ const (
 	bashProgressLine = 2000
 )
 
-const bashDescription = `Executes a shell command (bash -c) in the workspace and returns its output, stdout and stderr interleaved as they were written.
+// bashDescription is Bash's description; background is whether it takes
+// run_in_background.
+func bashDescription(background bool) string {
+	d := `Executes a shell command (bash -c) in the workspace and returns its output, stdout and stderr interleaved as they were written.
 
 - Each call runs in a fresh shell in the workspace directory: cd and variables do not carry over to the next call. Stdin is empty, so use non-interactive flags.
 - The default timeout is 2 minutes; pass timeout (milliseconds, at most 600000) for longer commands. On timeout the command and every process it started are killed.
 - A non-zero exit status is reported as a last line "Exit code: N"; read it like any other output.
 - Output longer than 30000 characters is cut in the middle: the start and the end are kept.
 - A secret the user registered is in the environment by name: where output shows [SECRET:NAME], use $NAME in commands (its value is never shown).
-- Background processes (cmd &) still attached to the output when the command finishes are stopped. To leave one running, redirect its output: nohup cmd > out.log 2>&1 &
-- Prefer the Read, Grep, Glob, Edit and Write tools over cat, grep, find, sed and echo redirection.
+`
+	if background {
+		d += `- run_in_background: true starts the command as a background task and returns at once with its task id, for servers, watchers and long builds; timeout does not apply to it. task_output reads what it wrote since the previous read (and its exit code once it has ended; timeoutMs waits for that), task_wait waits for it, task_kill stops it with every process it started, task_list lists the tasks. It is stopped when weft stops. Do not use "&" for this.
+- Background processes (cmd &) still attached to the output when the command finishes are stopped.
+`
+	} else {
+		d += "- Background processes (cmd &) still attached to the output when the command finishes are stopped. To leave one running, redirect its output: nohup cmd > out.log 2>&1 &\n"
+	}
+	return d + `- Prefer the Read, Grep, Glob, Edit and Write tools over cat, grep, find, sed and echo redirection.
 - Quote paths that contain spaces; chain dependent commands with &&.`
+}
 
 var bashSchema = json.RawMessage(`{
   "type": "object",
@@ -48,6 +59,35 @@ var bashSchema = json.RawMessage(`{
   "required": ["command"],
   "additionalProperties": false
 }`)
+
+// bashBackgroundSchema is bashSchema with run_in_background, offered only
+// when Config.Background is set: a model shown the field where it cannot
+// work would use it and fail.
+var bashBackgroundSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "description": "The command to execute"},
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Optional timeout in milliseconds (max 600000, default 120000); not for run_in_background"},
+    "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words"},
+    "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background and return at once with its task id. Read its output later with task_output."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)
+
+// Background starts commands as background tasks, for Bash's
+// run_in_background; *task.Registry implements it. The model reads such a
+// command's output with task_output and stops it with task_kill, tools the
+// same registry provides.
+type Background interface {
+	// StartProcess starts cmd, built and not yet started (its own process
+	// group, its environment from secret.ToolEnv, the workspace as its
+	// directory, no output set), as a background task and returns the
+	// task's id at once. secrets are the call's: its output is redacted
+	// with them before any of it is kept. The process must not end with
+	// ctx: it outlives the call.
+	StartProcess(ctx context.Context, description string, cmd *exec.Cmd, secrets *secret.Set) (taskID string, err error)
+}
 
 type bashTool struct {
 	cfg   Config
@@ -83,10 +123,14 @@ func bashShell() string {
 }
 
 func (t *bashTool) Spec() tool.Spec {
+	schema := bashSchema
+	if t.cfg.Background != nil {
+		schema = bashBackgroundSchema
+	}
 	return tool.Spec{
 		Name:        "Bash",
-		Description: bashDescription,
-		InputSchema: bashSchema,
+		Description: bashDescription(t.cfg.Background != nil),
+		InputSchema: schema,
 		Meta: tool.Meta{
 			Effect:     tool.EffectExecute,
 			Permission: tool.ClassBash,
@@ -97,9 +141,10 @@ func (t *bashTool) Spec() tool.Spec {
 }
 
 type bashInput struct {
-	Command     string `json:"command"`
-	Timeout     *int64 `json:"timeout"`
-	Description string `json:"description"`
+	Command         string `json:"command"`
+	Timeout         *int64 `json:"timeout"`
+	Description     string `json:"description"`
+	RunInBackground bool   `json:"run_in_background"`
 }
 
 // bashStop says why Bash killed the process group.
@@ -131,6 +176,9 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err := ctx.Err(); err != nil {
 		return tool.Errorf("command not started: %v", err), nil
 	}
+	if in.RunInBackground {
+		return t.runBackground(ctx, call, in, dir), nil
+	}
 	progress := call.Progress
 	if progress == nil {
 		progress = func(string) {}
@@ -142,14 +190,9 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bash: %w", err)
 	}
-	cmd := exec.Command(t.shell, "-c", in.Command)
-	cmd.Dir = dir
-	// Never weft's own settings or credentials: only the settings' env,
-	// the call's variables and the secrets passed through by name.
-	cmd.Env = append(secret.ToolEnv(os.Environ(), call.Secrets, t.cfg.Env, call.Env), "PWD="+dir)
+	cmd := t.command(in.Command, dir, call)
 	cmd.Stdout = w
 	cmd.Stderr = w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
@@ -243,6 +286,40 @@ func (t *bashTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error
 	}
 	res.Content = tool.Text(text).Content
 	return res, nil
+}
+
+// command is the shell that runs command in dir, in its own process group,
+// with the tool environment: the same for a command in the foreground and
+// one in the background.
+func (t *bashTool) command(command, dir string, call *tool.Call) *exec.Cmd {
+	cmd := exec.Command(t.shell, "-c", command)
+	cmd.Dir = dir
+	// Never weft's own settings or credentials: only the settings' env,
+	// the call's variables and the secrets passed through by name.
+	cmd.Env = append(secret.ToolEnv(os.Environ(), call.Secrets, t.cfg.Env, call.Env), "PWD="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// runBackground starts the command as a background task and returns its
+// id. The policy decided on this call as on any other Bash call (the tool
+// runs only after it allowed it); the task outlives the call, so the
+// process is not tied to ctx.
+func (t *bashTool) runBackground(ctx context.Context, call *tool.Call, in bashInput, dir string) tool.Result {
+	if t.cfg.Background == nil {
+		return tool.Errorf("run_in_background is not available here: run the command in the foreground, or leave it running with nohup cmd > out.log 2>&1 &")
+	}
+	desc := strings.TrimSpace(in.Description)
+	if desc == "" {
+		desc = in.Command
+	}
+	id, err := t.cfg.Background.StartProcess(ctx, desc, t.command(in.Command, dir, call), call.Secrets)
+	if err != nil {
+		return tool.Errorf("command not started in the background: %v", err)
+	}
+	text := fmt.Sprintf("Command running in the background as task %s. "+
+		"Read its output with task_output {\"taskId\": %q} (each read returns what it wrote since the previous one; timeoutMs waits for it to end); stop it with task_kill.", id, id)
+	return tool.Result{Content: tool.Text(text).Content, Data: map[string]any{"task_id": id, "background": true}}
 }
 
 // killGroup stops the whole process group: SIGTERM, then SIGKILL after the

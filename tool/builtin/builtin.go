@@ -28,6 +28,10 @@ type Config struct {
 	// blocks the write. nil means secret.NewDefaultGuard() (scanning is on
 	// by default); secret.NoopGuard{} turns it off.
 	Guard secret.Guard
+	// Background runs Bash commands given run_in_background as background
+	// tasks (a *task.Registry, whose task tools read and stop them). nil
+	// means Bash offers no run_in_background.
+	Background Background
 
 	// WebFetch: AllowPrivateNetworks lets it reach loopback, link-local and
 	// private addresses (off by default: an agent must not probe the

@@ -60,6 +60,7 @@ func (t *editTool) Spec() tool.Spec {
 		Meta: tool.Meta{
 			Effect:     tool.EffectWrite,
 			Permission: tool.ClassFile,
+			PathArg:    "file_path",
 		},
 	}
 }

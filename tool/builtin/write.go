@@ -53,6 +53,7 @@ func (t *writeTool) Spec() tool.Spec {
 		Meta: tool.Meta{
 			Effect:     tool.EffectWrite,
 			Permission: tool.ClassFile,
+			PathArg:    "file_path",
 		},
 	}
 }

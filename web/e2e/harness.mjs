@@ -20,6 +20,7 @@ export const outDir = path.join(webDir, 'e2e', 'out')
 // Children are killed when the runner exits, however it exits.
 const children = new Set()
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL') })
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(130))
 function track(proc) {
   children.add(proc)
   proc.once('exit', () => children.delete(proc))

@@ -21,7 +21,7 @@ buildBinaries()
 const dir = tempDir()
 const fake = await startFake()
 const port = await freePort()
-let weft = await startWeft({ port, dir, modelURL: fake.url, extraArgs: ['--ui-dir', path.join(repoDir, 'web', 'dist')] })
+let weft = await startWeft({ port, dir, modelURL: fake.url, })
 const proxy = await startProxy(port)
 const base = `http://127.0.0.1:${proxy.port}`
 const { browser, close } = await launchBrowser()
@@ -33,13 +33,20 @@ const env = {
   /** Restarts weft behind the proxy (same port, same database). */
   async restartWeft(signal = 'SIGTERM') {
     await weft.stop(signal)
-    weft = await startWeft({ port, dir, modelURL: fake.url, extraArgs: ['--ui-dir', path.join(repoDir, 'web', 'dist')] })
+    weft = await startWeft({ port, dir, modelURL: fake.url, })
   },
   async stopWeft(signal = 'SIGTERM') {
     await weft.stop(signal)
   },
   async startWeftAgain() {
-    weft = await startWeft({ port, dir, modelURL: fake.url, extraArgs: ['--ui-dir', path.join(repoDir, 'web', 'dist')] })
+    weft = await startWeft({ port, dir, modelURL: fake.url, })
+  },
+  /** Another weft serve, with a token, on its own port and database. */
+  async startTokenWeft(token) {
+    const d = tempDir()
+    const p = await freePort()
+    const w = await startWeft({ port: p, dir: d, modelURL: fake.url, token })
+    return { base: `http://127.0.0.1:${p}`, async stop() { await w.stop(); removeDir(d) } }
   },
   async newPage() {
     const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' })
@@ -47,7 +54,9 @@ const env = {
     page.setDefaultTimeout(15000)
     const errors = []
     page.on('pageerror', (e) => errors.push(String(e)))
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()) })
+    // Failed requests the UI handles (a refused rule, a stream cut on
+    // purpose) are logged by the browser too: they are not page errors.
+    page.on('console', (m) => { if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text()) })
     page.errors = errors
     return page
   },

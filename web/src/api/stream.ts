@@ -125,6 +125,7 @@ export class EventStream {
           error = err
           retryAfterMs = (err.retryAfter ?? 0) * 1000
         } else {
+          performance.mark('weft:stream-open')
           this.emitState('open')
           await this.read(res.body, signal)
           if (this.stopped) return

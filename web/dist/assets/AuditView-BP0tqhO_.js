@@ -1,1 +1,0 @@
-import{d as s,a as t,f as n,g as e,j as o,u as c,C as r}from"./index-D8c_b9oV.js";const _={class:"page"},i={class:"page-head"},f=s({__name:"AuditView",setup(d){const{t:a}=t();return(p,u)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(a)("nav.audit")),1)])]))}});export{f as default};

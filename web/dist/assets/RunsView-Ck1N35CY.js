@@ -1,1 +1,0 @@
-import{d as a,a as n,f as t,g as e,j as o,u as c,C as r}from"./index-D8c_b9oV.js";const _={class:"page"},p={class:"page-head"},f=a({__name:"RunsView",setup(u){const{t:s}=n();return(i,l)=>(r(),t("section",_,[e("header",p,[e("h1",null,o(c(s)("nav.runs")),1)])]))}});export{f as default};

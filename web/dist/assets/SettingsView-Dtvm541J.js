@@ -1,1 +1,0 @@
-import{d as t,a,f as n,g as e,j as o,u as c,C as r}from"./index-D8c_b9oV.js";const _={class:"page"},i={class:"page-head"},f=t({__name:"SettingsView",setup(p){const{t:s}=a();return(l,d)=>(r(),n("section",_,[e("header",i,[e("h1",null,o(c(s)("nav.settings")),1)])]))}});export{f as default};

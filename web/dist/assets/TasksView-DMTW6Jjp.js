@@ -1,1 +1,0 @@
-import{d as a,a as t,f as n,g as e,j as o,u as c,C as r}from"./index-D8c_b9oV.js";const _={class:"page"},p={class:"page-head"},f=a({__name:"TasksView",setup(i){const{t:s}=t();return(l,d)=>(r(),n("section",_,[e("header",p,[e("h1",null,o(c(s)("nav.tasks")),1)])]))}});export{f as default};
