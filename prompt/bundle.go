@@ -226,17 +226,17 @@ type funcBundle struct {
 // fixed sections, dynamic its computed ones (Dynamic or Volatile). Either
 // may be nil.
 func NewBundleFromFunc(static, dynamic func() []*Section) Bundle {
-	return funcBundle{static, dynamic}
+	return &funcBundle{static, dynamic}
 }
 
-func (b funcBundle) StaticSections() []*Section {
+func (b *funcBundle) StaticSections() []*Section {
 	if b.static == nil {
 		return nil
 	}
 	return b.static()
 }
 
-func (b funcBundle) DynamicSections() []*Section {
+func (b *funcBundle) DynamicSections() []*Section {
 	if b.dynamic == nil {
 		return nil
 	}

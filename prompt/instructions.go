@@ -171,7 +171,7 @@ func (in *instructions) load() (text, root string, files []InstructionFile) {
 			continue
 		}
 		seenTarget[rf.target], seenText[rf.text] = true, true
-		parts = append(parts, part{InstructionFile: InstructionFile{Path: c.path, Shown: in.shown(c.path), User: c.user, Size: int(rf.size)},
+		parts = append(parts, part{InstructionFile: InstructionFile{Path: c.path, Shown: in.shown(c), User: c.user, Size: int(rf.size)},
 			text: rf.text, cut: rf.cut})
 	}
 	// The total budget goes to the files nearest the workspace first:
@@ -271,9 +271,11 @@ func (in *instructions) warn(path, problem string) {
 	}
 }
 
-// shown is how the prompt names a path: under the home directory as ~/...
-func (in *instructions) shown(p string) string {
-	if in.home != "" {
+// shown is how the prompt names a file: the user's own as ~/..., the
+// project's by their full path (which Read takes as it is).
+func (in *instructions) shown(c candidate) string {
+	p := c.path
+	if c.user && in.home != "" {
 		if rel, err := filepath.Rel(in.home, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			return "~/" + filepath.ToSlash(rel)
 		}

@@ -183,9 +183,17 @@ func readSkill(path, dir string, r skillRoot) (Skill, string, error) {
 	if cut {
 		return Skill{}, "", fmt.Errorf("larger than %d KiB; a skill's instructions should be short, with details in files of their own", maxSkillFile>>10)
 	}
-	meta, body, err := ParseFrontMatter(text)
+	yamlText, body, err := splitFrontMatter(text)
 	if err != nil {
 		return Skill{}, "", err
+	}
+	meta, err := parseYAMLMapping(yamlText)
+	if err != nil {
+		loose, ok := parseLoose(yamlText)
+		if !ok {
+			return Skill{}, "", err
+		}
+		meta = loose
 	}
 	sk := Skill{Dir: dir, Path: path, User: r.user}
 	sk.Name, err = stringField(meta, "name")
@@ -215,35 +223,65 @@ func readSkill(path, dir string, r skillRoot) (Skill, string, error) {
 // Keys weft does not use (allowed-tools, license, metadata, ...) are in the
 // map and ignored by its callers.
 func ParseFrontMatter(text string) (map[string]any, string, error) {
+	yamlText, body, err := splitFrontMatter(text)
+	if err != nil {
+		return nil, "", err
+	}
+	meta, err := parseYAMLMapping(yamlText)
+	if err != nil {
+		return nil, "", err
+	}
+	return meta, body, nil
+}
+
+func splitFrontMatter(text string) (yamlText, body string, err error) {
 	text = strings.TrimPrefix(text, "\uFEFF")
 	first, rest, ok := strings.Cut(text, "\n")
 	if !ok || strings.TrimRight(first, " \t\r") != "---" {
-		return nil, "", errors.New(`no front matter: the file must start with a line "---", then YAML with name and description, then "---"`)
+		return "", "", errors.New(`no front matter: the file must start with a line "---", then YAML with name and description, then "---"`)
 	}
-	var yamlText, body string
-	found := false
 	for off := 0; off <= len(rest); {
 		line, after, more := strings.Cut(rest[off:], "\n")
 		if strings.TrimRight(line, " \t\r") == "---" {
-			yamlText, body, found = rest[:off], after, true
-			break
+			return rest[:off], strings.TrimSpace(after), nil
 		}
 		if !more {
 			break
 		}
 		off += len(line) + 1
 	}
-	if !found {
-		return nil, "", errors.New(`the front matter is not closed: add a line "---" after it`)
-	}
+	return "", "", errors.New(`the front matter is not closed: add a line "---" after it`)
+}
+
+func parseYAMLMapping(yamlText string) (map[string]any, error) {
 	var meta map[string]any
 	if err := yaml.Unmarshal([]byte(yamlText), &meta); err != nil {
-		return nil, "", fmt.Errorf("the front matter is not a valid YAML mapping: %v", err)
+		return nil, fmt.Errorf("the front matter is not a valid YAML mapping: %v", err)
 	}
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	return meta, strings.TrimSpace(body), nil
+	return meta, nil
+}
+
+// parseLoose reads front matter that is not valid YAML but is plainly
+// lines of "key: value": a description with a colon in it ("Cut a
+// release: tag, publish") is the usual case, and Claude Code users write
+// it. It fails unless every line has that shape.
+func parseLoose(yamlText string) (map[string]any, bool) {
+	meta := map[string]any{}
+	for _, line := range strings.Split(yamlText, "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k == "" || strings.TrimLeft(k, " \t") != k || strings.ContainsAny(k, " \t\"'") {
+			return nil, false
+		}
+		meta[k] = strings.TrimSpace(v)
+	}
+	return meta, true
 }
 
 func stringField(meta map[string]any, key string) (string, error) {
