@@ -132,26 +132,29 @@ func (p Prompt) Text() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// key is the bundle key a request resolves to before fallback: the
-// context's, else the request's, else the configured one, with empty parts
-// inferred.
+// key is the bundle key a request resolves to before fallback: each part
+// from the context's key, else the request's, else the configured one;
+// the family then inferred from the model, the scenario DefaultScenario.
 func (b *Builder) key(ctx context.Context, req Request) BundleKey {
-	k := b.cfg.Key
-	if !req.Key.IsZero() {
-		k = req.Key
+	keys := []BundleKey{req.Key, b.cfg.Key}
+	if ck, ok := BundleKeyFrom(ctx); ok {
+		keys = append([]BundleKey{ck}, keys...)
 	}
-	if ck, ok := BundleKeyFrom(ctx); ok && !ck.IsZero() {
-		k = ck
+	var k BundleKey
+	for _, c := range keys {
+		c = KeyFor(c.ModelFamily, c.Scenario)
+		if k.ModelFamily == "" {
+			k.ModelFamily = c.ModelFamily
+		}
+		if k.Scenario == "" {
+			k.Scenario = c.Scenario
+		}
 	}
-	k = KeyFor(k.ModelFamily, k.Scenario)
 	if k.ModelFamily == "" {
 		k.ModelFamily = FamilyOf(req.Model)
 		if k.ModelFamily == "" && req.Provider != "" {
 			k.ModelFamily = FamilyOf(req.Provider + ":" + req.Model)
 		}
-	}
-	if k.Scenario == "" {
-		k.Scenario = KeyFor("", b.cfg.Key.Scenario).Scenario
 	}
 	return k
 }

@@ -150,6 +150,8 @@ func TestBuildPicksBundlePerRequest(t *testing.T) {
 			prompt.Request{Model: "claude-sonnet-4-5", Key: prompt.KeyFor("glm", "programming")}, zh, prompt.KeyFor("glm", "programming")},
 		{"context key wins over the request's", prompt.WithBundleKey(context.Background(), prompt.DefaultKey),
 			prompt.Request{Model: "qwen-max", Key: prompt.KeyFor("qwen", "programming")}, en, prompt.DefaultKey},
+		{"parts merge: the context's scenario, the request's family", prompt.WithBundleKey(context.Background(), prompt.KeyFor("", "support")),
+			prompt.Request{Model: "claude-sonnet-4-5", Key: prompt.KeyFor("glm", "")}, zh, prompt.KeyFor("glm", "programming")},
 		{"unknown key falls back to the default", context.Background(),
 			prompt.Request{Model: "gpt-4.1", Key: prompt.KeyFor("nosuch", "thing")}, en, prompt.DefaultKey},
 		{"unknown scenario falls back to the family's", context.Background(),
