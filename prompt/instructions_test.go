@@ -39,7 +39,7 @@ func newLog() (*slog.Logger, *logBuffer) {
 	return slog.New(slog.NewTextHandler(lb, nil)), lb
 }
 
-func write(t *testing.T, path, text string) {
+func write(t testing.TB, path, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func write(t *testing.T, path, text string) {
 // workspace) with its own CLAUDE.md.
 type layout struct{ home, repo, ws string }
 
-func newLayout(t *testing.T) layout {
+func newLayout(t testing.TB) layout {
 	t.Helper()
 	root := t.TempDir()
 	l := layout{home: filepath.Join(root, "home"), repo: filepath.Join(root, "home", "src", "repo")}
