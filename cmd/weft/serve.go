@@ -20,11 +20,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
 	"github.com/weft-run/weft/memory"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store/redact"
@@ -62,6 +64,7 @@ type serveFlags struct {
 	noUI           bool
 	uiDir          string
 	policyFlags
+	promptFlags
 	mcp mcpFlags
 }
 
@@ -130,7 +133,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.permissionMode, "permission-mode", "", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits in the workspace run, the rest asks) | bypass (ask nothing; only this flag or a settings file enables it) (default: the settings' defaultMode, else default)")
 	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default ~/.weft/audit.jsonl)")
 	fs.DurationVar(&f.keepalive, "keepalive", server.DefaultKeepalive, "SSE heartbeat interval")
-	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
+	fs.StringVar(&f.system, "system", "", "default system prompt in place of weft's own (the project's AGENTS.md/CLAUDE.md, the skills and --append-system still follow it)")
+	f.promptFlags.register(fs)
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
 	f.mcp.register(fs)
@@ -396,15 +400,35 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		}
 	}()
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
-	tools, err := tool.NewRegistry(builtin.Tools(toolCfg)...)
+	pb, err := f.promptFlags.builder(env, ws, log)
+	if err != nil {
+		return err
+	}
+	describer, err := f.promptFlags.describer(models, log)
+	if err != nil {
+		return err
+	}
+	// The default model decides the bundle and whether describe_image is
+	// offered; without a key it is still unknown here, and that is fine.
+	var defInfo llm.ModelInfo
+	defProvider := ""
+	if spec != "" {
+		if p, info, err := models.Resolve(spec); err == nil {
+			defInfo, defProvider = info, p.Name()
+		}
+	}
+	tools, err := tool.NewRegistry(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...)...)
 	if err != nil {
 		return err
 	}
 	tools.SetLogger(log)
-	system := f.system
-	if system == "" {
-		system = defaultSystem + "\nThe workspace is " + ws + "."
-	}
+	// The runtime takes the system prompt as text, so weft serve builds it
+	// once, here: the bundle for the default model, the project's
+	// instructions and the skills as they are at start. Building it per
+	// turn (edited AGENTS.md, per-request bundles, images described for
+	// text-only models) needs the runtime to pass the builder on
+	// (docs/agents.md, "weft serve").
+	system := pb.Build(ctx, prompt.Request{Model: defInfo.ID, Provider: defProvider, Tools: tools.LLMSpecs(), Replace: f.system}).Text()
 	cors, hosts := splitList(f.cors), splitList(f.allowedHosts)
 	rateLimit := f.rateLimit
 	if rateLimit <= 0 {
