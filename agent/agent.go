@@ -16,7 +16,9 @@ import (
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/vision"
 )
 
 // DefaultMaxTurns bounds the model calls of one run (seed 004).
@@ -77,6 +79,23 @@ type Config struct {
 	PromptCache llm.CacheMode
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// Prompt builds the system prompt for every model call from a bundle
+	// of sections (package prompt): weft's prompt for the model's family,
+	// the environment, project instructions and skills. nil means System
+	// is the whole prompt; with Prompt set, a non-empty System stands in
+	// for the bundle's own sections (--system) and the instructions and
+	// skills still follow it.
+	Prompt *prompt.Builder
+	// Bundle picks Prompt's bundle, as "family/scenario" (prompt.ParseKey:
+	// the HTTP API's "bundle"); "" means the one for Model's family. An
+	// unknown key falls back safely (prompt.Registry.Resolve); a run's
+	// prompt.WithBundleKey context wins over it.
+	Bundle string
+	// Vision describes images for a model the catalogue knows to have no
+	// image input: images in the request become its descriptions, or
+	// notes saying why they are missing when Vision is nil. Models the
+	// catalogue does not know get images as they are.
+	Vision *vision.Describer
 }
 
 // RetryPolicy bounds retries of a model call that failed for a reason a
@@ -114,11 +133,12 @@ type PromptTooLong struct {
 
 // Agent is a validated Config.
 type Agent struct {
-	cfg  Config
-	info llm.ModelInfo
-	log  *slog.Logger
-	pol  *policy.Policy
-	obs  observe.Parts
+	cfg    Config
+	info   llm.ModelInfo
+	log    *slog.Logger
+	pol    *policy.Policy
+	bundle prompt.BundleKey // Config.Bundle, parsed
+	obs    observe.Parts
 }
 
 // New validates cfg.
@@ -135,7 +155,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTurns == 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger}
+	bundle, err := prompt.ParseKey(cfg.Bundle)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, bundle: bundle}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

@@ -330,16 +330,22 @@ func (r *run) closeOrphans() {
 // request builds the model request from the session's history.
 func (r *run) request() *llm.Request {
 	cfg := &r.a.cfg
+	var tools []llm.ToolSpec
+	if cfg.Tools != nil {
+		tools = cfg.Tools.LLMSpecs()
+	}
+	system := r.systemPrompt(tools)
 	r.s.mu.Lock()
 	msgs := append([]llm.Message(nil), r.s.messages...)
 	if r.s.cacheKey == "" && len(msgs) > 0 && cfg.PromptCache != llm.CacheOff {
-		r.s.cacheKey = conversationKey(cfg.System, msgs[0])
+		r.s.cacheKey = conversationKey(stableText(system), msgs[0])
 	}
 	key := r.s.cacheKey
 	r.s.mu.Unlock()
 	req := &llm.Request{
 		Model:         cfg.Model,
-		System:        llm.SystemText(cfg.System),
+		System:        system,
+		Tools:         tools,
 		Messages:      msgs,
 		MaxTokens:     cfg.MaxTokens,
 		Temperature:   cfg.Temperature,
@@ -351,9 +357,7 @@ func (r *run) request() *llm.Request {
 	if req.MaxTokens == 0 {
 		req.MaxTokens = r.a.info.MaxOutputTokens
 	}
-	if cfg.Tools != nil {
-		req.Tools = cfg.Tools.LLMSpecs()
-	}
+	r.prepareImages(req)
 	return req
 }
 

@@ -23,8 +23,9 @@ type modelFlags struct {
 	cassetteMode  string
 	models        string
 	noPromptCache bool
-	// reg is the registry resolve built the provider from (its key pools:
-	// chat's /ratelimit).
+	// reg is the registry resolve built, for further models of the same
+	// command (--vision-model: same keys, HTTP client and cassette) and
+	// for its key pools (chat's /ratelimit).
 	reg *registry.Registry
 }
 

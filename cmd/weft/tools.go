@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool/builtin"
 	"github.com/weft-run/weft/tool/mcp"
@@ -29,7 +30,8 @@ func newToolsCmd(env environ) *cobra.Command {
 			// registry closes with nothing to stop.
 			tasks := task.NewRegistry(nil, task.Options{})
 			defer tasks.Close(context.Background())
-			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks)
+			pb := prompt.New(prompt.Config{Workspace: ws, Home: env.getenv("HOME"), Logger: slog.New(slog.DiscardHandler)})
+			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks, pb.SkillTool())
 			if err != nil {
 				return err
 			}

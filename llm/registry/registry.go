@@ -4,7 +4,8 @@
 // tests) never see each other's providers, keys or overrides.
 //
 // A Registry knows the built-in providers (anthropic, openai, openrouter,
-// ollama, lmstudio, deepseek, vllm, gemini), reads their keys and base URLs
+// ollama, lmstudio, deepseek, vllm, gemini, and the Chinese services
+// minimax, dashscope, zhipu and moonshot), reads their keys and base URLs
 // from explicit configuration first, then weft's WEFT_<PROVIDER>_API_KEY and
 // WEFT_<PROVIDER>_BASE_URL, then the vendors' usual environment variables,
 // and builds each provider once, so that its key pool and its connections
