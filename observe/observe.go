@@ -8,8 +8,8 @@
 // Built in: Noop, Stderr (one line per event), Composite (several at
 // once), Buffered (delivery on its own goroutine, bounded, drops counted)
 // and DenialTracker (permission denials by tool and by rule). The
-// OpenTelemetry and Prometheus adapters are in observe/otel and
-// observe/prom.
+// OpenTelemetry and Prometheus adapters are in observe/otelobs and
+// observe/promobs.
 //
 // The vocabulary (event, metric, span and attribute names, and the keys
 // of their data) is the constants below; docs/operations.md lists it
