@@ -382,3 +382,38 @@ func TestObserverSeesTheLoop(t *testing.T) {
 		t.Errorf("denial stats = %+v", s)
 	}
 }
+
+// TestNestedApprovalsInParallel: tools that ask the run's approver for
+// calls of their own (as a workflow does, through policy.CallerFrom) may
+// do so from parallel goroutines; the time the approver takes is
+// accounted without a race.
+func TestNestedApprovalsInParallel(t *testing.T) {
+	t.Parallel()
+	nested := func(name string) tool.Tool {
+		return tool.Func(name, "asks for a nested call", tool.Meta{ReadOnly: true, ConcurrencySafe: true, Effect: tool.EffectRead},
+			func(ctx context.Context, _ struct{}, _ *tool.Call) (tool.Result, error) {
+				c, ok := policy.CallerFrom(ctx)
+				if !ok {
+					return tool.Errorf("no caller"), nil
+				}
+				for range 20 {
+					c.Human(ctx, policy.Call{Tool: "Inner"}, "nested")
+				}
+				return tool.Text("asked"), nil
+			})
+	}
+	reg, err := tool.NewRegistry(nested("A"), nested("B"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := llmtest.NewScripted("scripted",
+		llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("a", "A", `{}`), llmtest.ToolBlock("b", "B", `{}`)}},
+		llmtest.Text("done"))
+	info := llm.ModelInfo{ID: "m", MaxOutputTokens: 100}
+	a := mustAgent(t, agent.Config{Provider: p, Model: "m", ModelInfo: &info, Tools: reg, Observer: &recObserver{},
+		Approve: func(context.Context, agent.ApprovalRequest) agent.Decision { return agent.Allow() }})
+	c := collect(a.NewSession(), context.Background(), "go")
+	if d := c.done(t); d.StopReason != agent.StopEndTurn {
+		t.Fatalf("done = %+v", d)
+	}
+}

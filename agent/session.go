@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-run/weft/llm"
@@ -166,9 +167,11 @@ type run struct {
 	loops      policy.LoopTracker // the guardrails' memory of this run
 	breaker    breaker
 	started    time.Time
-	stopReason string        // done's
-	runErr     error         // fail's
-	humanWait  time.Duration // the approver's time on the call being decided
+	stopReason string // done's
+	runErr     error  // fail's
+	// humanWait is the approver's time (ns) on the call being decided;
+	// atomic, since tools in parallel ask it for calls of their own.
+	humanWait atomic.Int64
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -583,12 +586,12 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			continue
 		}
 		specs[i] = t.Spec()
-		r.humanWait = 0
+		r.humanWait.Store(0)
 		v := r.a.pol.Before(r.polCtx, r.policyCall(c, specs[i]), r.human, r.a.cfg.Checkpoint)
 		if r.ctx.Err() != nil {
 			return r.cancelledResults(calls, results), false
 		}
-		r.observeDecision(c, specs[i], v, r.humanWait)
+		r.observeDecision(c, specs[i], v, time.Duration(r.humanWait.Load()))
 		verdicts[i] = v
 		if v.Stop {
 			r.hookStop = nonEmptyString(v.StopReason, "a hook stopped the run")
@@ -652,7 +655,7 @@ func (r *run) human(ctx context.Context, c policy.Call, reason string) (bool, st
 	// model is: no registered value.
 	start := time.Now()
 	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: r.a.pol.Secrets.RedactJSON(c.Input), Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
-	r.humanWait += time.Since(start)
+	r.humanWait.Add(int64(time.Since(start)))
 	return d.Allow, d.Reason
 }
 
