@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/vision"
 )
 
 // DefaultMaxTurns bounds the model calls of one run (seed 004).
@@ -55,6 +58,15 @@ type Config struct {
 	Checkpoint policy.Checkpoint
 	// Retry bounds retries of failed model calls.
 	Retry RetryPolicy
+	// Observer receives what the engine does, for monitoring (package
+	// observe): model calls, retries, tool calls, permission decisions,
+	// guardrail refusals, run ends; metrics and spans when it takes them.
+	// nil means observe.Noop, which costs nothing. The loop guards
+	// themselves are configured in Policy.Guardrails.
+	Observer observe.Observer
+	// StrictMode turns the engine's silent repairs into panics, for tests;
+	// nil (production) repairs.
+	StrictMode *StrictMode
 	// OnPromptTooLong is asked for a shorter history when the provider
 	// says the prompt is over the model's context window; the call is then
 	// sent once more with it. nil (or a false answer) ends the turn with
@@ -67,6 +79,23 @@ type Config struct {
 	PromptCache llm.CacheMode
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// Prompt builds the system prompt for every model call from a bundle
+	// of sections (package prompt): weft's prompt for the model's family,
+	// the environment, project instructions and skills. nil means System
+	// is the whole prompt; with Prompt set, a non-empty System stands in
+	// for the bundle's own sections (--system) and the instructions and
+	// skills still follow it.
+	Prompt *prompt.Builder
+	// Bundle picks Prompt's bundle, as "family/scenario" (prompt.ParseKey:
+	// the HTTP API's "bundle"); "" means the one for Model's family. An
+	// unknown key falls back safely (prompt.Registry.Resolve); a run's
+	// prompt.WithBundleKey context wins over it.
+	Bundle string
+	// Vision describes images for a model the catalogue knows to have no
+	// image input: images in the request become its descriptions, or
+	// notes saying why they are missing when Vision is nil. Models the
+	// catalogue does not know get images as they are.
+	Vision *vision.Describer
 }
 
 // RetryPolicy bounds retries of a model call that failed for a reason a
@@ -104,10 +133,12 @@ type PromptTooLong struct {
 
 // Agent is a validated Config.
 type Agent struct {
-	cfg  Config
-	info llm.ModelInfo
-	log  *slog.Logger
-	pol  *policy.Policy
+	cfg    Config
+	info   llm.ModelInfo
+	log    *slog.Logger
+	pol    *policy.Policy
+	bundle prompt.BundleKey // Config.Bundle, parsed
+	obs    observe.Parts
 }
 
 // New validates cfg.
@@ -124,7 +155,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTurns == 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger}
+	bundle, err := prompt.ParseKey(cfg.Bundle)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, bundle: bundle}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -140,6 +175,7 @@ func New(cfg Config) (*Agent, error) {
 		pol.Logger = a.log
 	}
 	a.pol = &pol
+	a.obs = observe.Resolve(cfg.Observer)
 	if cfg.ModelInfo != nil {
 		a.info = *cfg.ModelInfo
 	} else {

@@ -23,6 +23,7 @@ const (
 	EventAskUser       EventType = "ask_user"
 	EventTodos         EventType = "todos"
 	EventRetry         EventType = "retry"
+	EventGuardrail     EventType = "guardrail"
 	EventTurnEnd       EventType = "turn_end"
 	EventDone          EventType = "done"
 	EventError         EventType = "error"
@@ -73,8 +74,30 @@ type ToolResultData struct {
 	Content  []llm.Block    `json:"content,omitempty"` // when it holds more than text (images)
 	Data     map[string]any `json:"data,omitempty"`
 	// Denied is set when the call never ran because approval was refused.
-	Denied     bool  `json:"denied,omitempty"`
-	DurationMS int64 `json:"duration_ms"`
+	Denied bool `json:"denied,omitempty"`
+	// Stage is the policy stage that refused a denied call (deny_rule,
+	// human, hook, guardrail, ...; see policy.Verdict.Stage).
+	Stage      string `json:"stage,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// GuardrailData says a loop guard acted: the guardrail stage refused a
+// call (Rule is policy.GuardSameCall, GuardSameTool or GuardSameResult;
+// the call's tool_result follows, denied with stage "guardrail"), or the
+// circuit breaker, after rounds in which every tool call failed, asked
+// the model to change approach (Rule "failed_rounds", Action "note") or
+// stopped the run (Action "stop"; done follows with stop_reason "stuck").
+type GuardrailData struct {
+	Rule     string `json:"rule"`
+	ToolName string `json:"tool_name,omitempty"`
+	ID       string `json:"id,omitempty"` // the refused call's id
+	// Signature is the refused call's policy.CallSignature, short form.
+	Signature string `json:"signature,omitempty"`
+	// Count is the failures or identical results in a row (a refusal), or
+	// the failed rounds in a row (the circuit breaker).
+	Count  int    `json:"count"`
+	Action string `json:"action,omitempty"` // the circuit breaker's: note or stop
+	Reason string `json:"reason"`
 }
 
 // NotifyData is a side event a tool emitted (ask_user, todos).
@@ -119,6 +142,10 @@ const (
 	StopMaxTurns  = "max_turns"
 	StopCancelled = "cancelled"
 	StopError     = "error"
+	// StopStuck: the circuit breaker ended a run in which every tool call
+	// kept failing (policy.Guardrails.FailedRounds + StuckRounds rounds
+	// in a row).
+	StopStuck = "stuck"
 )
 
 // DoneData ends every run that was not ended by an error event (and those

@@ -20,14 +20,16 @@ func appendMerged(msgs []llm.Message, m llm.Message) []llm.Message {
 // repairHistory makes every tool_use have exactly one tool_result in the
 // next user message, as every provider requires: results are synthesised
 // for orphaned calls (a run stopped between a call and its result) and
-// results answering no call are dropped.
-func repairHistory(msgs []llm.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(msgs)+1)
+// results answering no call are dropped. repairs counts both.
+func repairHistory(msgs []llm.Message) (out []llm.Message, repairs int) {
+	out = make([]llm.Message, 0, len(msgs)+1)
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
 		if m.Role == llm.RoleUser {
 			// Results whose call is not in the previous assistant message.
+			n := len(m.Content)
 			m.Content = keepAnswered(m.Content, out)
+			repairs += n - len(m.Content)
 			if len(m.Content) == 0 {
 				continue
 			}
@@ -50,6 +52,7 @@ func repairHistory(msgs []llm.Message) []llm.Message {
 		for _, b := range next.Content {
 			if b.Type == llm.BlockToolResult {
 				if answered[b.ToolUseID] || !hasUse(uses, b.ToolUseID) {
+					repairs++
 					continue
 				}
 				answered[b.ToolUseID] = true
@@ -69,13 +72,14 @@ func repairHistory(msgs []llm.Message) []llm.Message {
 				}
 			}
 			if !found {
+				repairs++
 				ordered = append(ordered, llm.ToolResult(u.ToolUseID, true, llm.Text("Tool call interrupted: no result was recorded.")))
 			}
 		}
 		ordered = append(ordered, rest...)
 		out = append(out, llm.Message{Role: llm.RoleUser, Content: ordered})
 	}
-	return out
+	return out, repairs
 }
 
 func hasUse(uses []llm.Block, id string) bool {

@@ -11,9 +11,11 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/tool"
@@ -116,6 +118,8 @@ func (s *Session) RunMessage(ctx context.Context, msg llm.Message) iter.Seq2[Eve
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := &run{s: s, a: s.agent, ctx: ctx, cancel: cancel, yield: yield}
+		r.begin()
+		defer r.end()
 		r.loop(msg)
 	}
 }
@@ -156,6 +160,18 @@ type run struct {
 	usage                   llm.Usage
 	cost                    float64
 	text                    string // the last assistant text
+
+	// polCtx is ctx with the run's policy.LoopTracker, for the policy's
+	// Before and After (begin).
+	polCtx     context.Context
+	loops      policy.LoopTracker // the guardrails' memory of this run
+	breaker    breaker
+	started    time.Time
+	stopReason string // done's
+	runErr     error  // fail's
+	// humanWait is the approver's time (ns) on the call being decided;
+	// atomic, since tools in parallel ask it for calls of their own.
+	humanWait atomic.Int64
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -173,6 +189,7 @@ func (r *run) emit(typ EventType, data any) bool {
 }
 
 func (r *run) done(reason string) {
+	r.stopReason = reason
 	r.runEndHooks(reason)
 	r.emit(EventDone, DoneData{
 		TotalInputTokens: r.usage.InputTokens, TotalOutputTokens: r.usage.OutputTokens,
@@ -184,6 +201,7 @@ func (r *run) done(reason string) {
 
 // fail ends the run with an error event and done.
 func (r *run) fail(err error, status llm.Status) {
+	r.observeError(err, status)
 	d := ErrorData{Error: err.Error(), Status: string(status)}
 	var e *llm.Error
 	if errors.As(err, &e) {
@@ -203,9 +221,11 @@ func (r *run) loop(user llm.Message) {
 		return
 	}
 	r.s.mu.Lock()
-	r.s.messages = repairHistory(r.s.messages)
+	var repairs int
+	r.s.messages, repairs = repairHistory(r.s.messages)
 	r.s.messages = appendMerged(r.s.messages, r.redactMessage(user))
 	r.s.mu.Unlock()
+	r.repaired(repairs)
 
 	for {
 		if r.ctx.Err() != nil {
@@ -295,6 +315,9 @@ func (r *run) loop(user llm.Message) {
 			r.done(StopEndTurn)
 			return
 		}
+		if r.afterRound(results) {
+			return // stuck (the circuit breaker)
+		}
 	}
 }
 
@@ -303,23 +326,29 @@ func (r *run) loop(user llm.Message) {
 // between a tool call and its result.
 func (r *run) closeOrphans() {
 	r.s.mu.Lock()
-	r.s.messages = repairHistory(r.s.messages)
+	r.s.messages, _ = repairHistory(r.s.messages) // closing a stopped turn is no repair
 	r.s.mu.Unlock()
 }
 
 // request builds the model request from the session's history.
 func (r *run) request() *llm.Request {
 	cfg := &r.a.cfg
+	var tools []llm.ToolSpec
+	if cfg.Tools != nil {
+		tools = cfg.Tools.LLMSpecs()
+	}
+	system := r.systemPrompt(tools)
 	r.s.mu.Lock()
 	msgs := append([]llm.Message(nil), r.s.messages...)
 	if r.s.cacheKey == "" && len(msgs) > 0 && cfg.PromptCache != llm.CacheOff {
-		r.s.cacheKey = conversationKey(cfg.System, msgs[0])
+		r.s.cacheKey = conversationKey(stableText(system), msgs[0])
 	}
 	key := r.s.cacheKey
 	r.s.mu.Unlock()
 	req := &llm.Request{
 		Model:         cfg.Model,
-		System:        llm.SystemText(cfg.System),
+		System:        system,
+		Tools:         tools,
 		Messages:      msgs,
 		MaxTokens:     cfg.MaxTokens,
 		Temperature:   cfg.Temperature,
@@ -331,9 +360,7 @@ func (r *run) request() *llm.Request {
 	if req.MaxTokens == 0 {
 		req.MaxTokens = r.a.info.MaxOutputTokens
 	}
-	if cfg.Tools != nil {
-		req.Tools = cfg.Tools.LLMSpecs()
-	}
+	r.prepareImages(req)
 	return req
 }
 
@@ -362,7 +389,7 @@ func (r *run) callModel() (llm.Result, bool) {
 	pol := r.a.cfg.Retry
 	shrunk := false
 	for attempt := 1; ; attempt++ {
-		res, ok := r.streamOnce(req)
+		res, ok := r.attempt(req, attempt)
 		if !ok {
 			return res, false
 		}
@@ -388,7 +415,7 @@ func (r *run) callModel() (llm.Result, bool) {
 			req = r.request()
 			attempt-- // the history changed: this is a new request, not a repeat
 			continue
-		case !o.Retryable() || attempt >= pol.attempts():
+		case !(o.Retryable() || failover(e)) || attempt >= pol.attempts():
 			var err error = e
 			if e == nil {
 				err = o.Err
@@ -406,11 +433,15 @@ func (r *run) callModel() (llm.Result, bool) {
 			return res, false
 		}
 		delay := backoff(pol, attempt, o.RetryAfter)
+		if failover(e) {
+			delay = 0 // the next attempt takes another, healthy key of the pool
+		}
 		d := RetryData{TurnNumber: r.turns, Attempt: attempt, MaxAttempts: pol.attempts(), DelayMS: delay.Milliseconds(),
 			Status: string(o.Status), Error: o.Message}
 		if e != nil {
 			d.Category = string(e.Category)
 		}
+		r.observeRetry(d, failover(e))
 		if !r.emit(EventRetry, d) {
 			return res, false
 		}
@@ -434,6 +465,7 @@ func (r *run) shrinkHistory(e *llm.Error) bool {
 	msgs := r.s.Messages()
 	shorter, ok := r.a.cfg.OnPromptTooLong(r.ctx, PromptTooLong{Messages: msgs, Err: e, ContextWindow: r.a.info.ContextWindow})
 	if !ok || len(shorter) == 0 {
+		r.strictCompact(e)
 		return false
 	}
 	// What the hook wrote (a summary by a model, say) is held to the same
@@ -443,8 +475,10 @@ func (r *run) shrinkHistory(e *llm.Error) bool {
 		msgs[i] = r.redactMessage(m)
 	}
 	r.s.mu.Lock()
-	r.s.messages = repairHistory(msgs)
+	var repairs int
+	r.s.messages, repairs = repairHistory(msgs)
 	r.s.mu.Unlock()
+	r.repaired(repairs)
 	return true
 }
 
@@ -484,9 +518,9 @@ func backoff(p RetryPolicy, attempt int, hint time.Duration) time.Duration {
 
 // streamOnce runs one model call, forwarding deltas and complete blocks as
 // events. It returns false when the consumer stopped.
-func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
+func (r *run) streamOnce(ctx context.Context, req *llm.Request) (llm.Result, bool) {
 	var res llm.Result
-	for ev := range r.a.cfg.Provider.Stream(r.ctx, req) {
+	for ev := range r.a.cfg.Provider.Stream(ctx, req) {
 		ok := true
 		switch ev.Kind {
 		case llm.EventBlockDelta:
@@ -523,6 +557,7 @@ func (r *run) streamOnce(req *llm.Request) (llm.Result, bool) {
 	if res.Outcome.Status == "" {
 		// A provider that broke the contract: treat as malformed rather
 		// than trusting a half message.
+		r.strictNormalizer("the provider's stream ended without an outcome")
 		res.Outcome = llm.Outcome{Status: llm.StatusMalformed, Message: "provider stream ended without an outcome"}
 	}
 	return res, true
@@ -551,10 +586,12 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			continue
 		}
 		specs[i] = t.Spec()
-		v := r.a.pol.Before(r.ctx, r.policyCall(c, specs[i]), r.human, r.a.cfg.Checkpoint)
+		r.humanWait.Store(0)
+		v := r.a.pol.Before(r.polCtx, r.policyCall(c, specs[i]), r.human, r.a.cfg.Checkpoint)
 		if r.ctx.Err() != nil {
 			return r.cancelledResults(calls, results), false
 		}
+		r.observeDecision(c, specs[i], v, time.Duration(r.humanWait.Load()))
 		verdicts[i] = v
 		if v.Stop {
 			r.hookStop = nonEmptyString(v.StopReason, "a hook stopped the run")
@@ -563,13 +600,20 @@ func (r *run) runTools(calls []llm.Block) (results []llm.Block, askedUser bool) 
 			approved[i] = true
 			continue
 		}
-		msg := "Permission denied: " + v.Reason
+		msg, outcome := "Permission denied: "+v.Reason, observe.OutcomeDenied
+		if v.Stage == policy.StageGuardrail {
+			msg, outcome = v.Reason, observe.OutcomeBlocked // says what to do instead
+			if !r.observeGuardrail(c, v) {
+				return r.cancelledResults(calls, results), false
+			}
+		}
 		if v.Context != "" {
 			msg += "\n" + v.Context
 		}
 		msg = r.redact(msg)
+		r.observeTool(c, specs[i], outcome, 0)
 		results[i] = llm.ToolResult(c.ToolUseID, true, llm.Text(msg))
-		if !r.emit(EventToolResult, ToolResultData{ID: c.ToolUseID, ToolName: c.ToolName, Output: msg, IsError: true, Denied: true}) {
+		if !r.emit(EventToolResult, ToolResultData{ID: c.ToolUseID, ToolName: c.ToolName, Output: msg, IsError: true, Denied: true, Stage: v.Stage}) {
 			return r.cancelledResults(calls, results), false
 		}
 	}
@@ -609,7 +653,9 @@ func (r *run) human(ctx context.Context, c policy.Call, reason string) (bool, st
 	}
 	// The person (a terminal, a permission_request event) is shown what the
 	// model is: no registered value.
+	start := time.Now()
 	d := fn(ctx, ApprovalRequest{ID: c.ToolUseID, ToolName: c.Tool, Input: r.a.pol.Secrets.RedactJSON(c.Input), Spec: c.Spec, Reason: reason, Dangerous: c.Dangerous})
+	r.humanWait.Add(int64(time.Since(start)))
 	return d.Allow, d.Reason
 }
 
@@ -726,6 +772,7 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, spec
 			// Tools that make calls of their own (workflows, sub-agents)
 			// find this run's policy in their context.
 			tctx := policy.WithCaller(r.ctx, policy.Caller{Policy: r.a.pol, Human: r.human, Checkpoint: r.a.cfg.Checkpoint})
+			tctx, endSpan := r.toolSpan(tctx, c, specs[i])
 			res := r.a.cfg.Tools.Execute(tctx, &tool.Call{
 				ID: c.ToolUseID, Name: c.ToolName, Input: input, Session: r.s.tools, Env: env, Secrets: r.a.pol.Secrets,
 				Progress: func(text string) {
@@ -736,10 +783,11 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, spec
 				},
 			})
 			if specs[i].Name != "" {
-				r.a.pol.After(context.WithoutCancel(r.ctx), r.policyCall(c, specs[i]), verdicts[i], &res)
+				r.a.pol.After(context.WithoutCancel(r.polCtx), r.policyCall(c, specs[i]), verdicts[i], &res)
 			} else {
 				r.a.pol.RedactResult(&res)
 			}
+			endSpan(&res)
 			// The result is always delivered, even after a cancel: the
 			// history needs it.
 			msgs <- toolMsg{idx: i, result: &res, duration: time.Since(start)}
@@ -757,6 +805,11 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, spec
 		}
 		pending--
 		res := *m.result
+		if res.IsError {
+			r.observeTool(c, specs[m.idx], observe.OutcomeError, m.duration)
+		} else {
+			r.observeTool(c, specs[m.idx], observe.OutcomeOK, m.duration)
+		}
 		results[m.idx] = llm.Block{Type: llm.BlockToolResult, ToolUseID: c.ToolUseID, IsError: res.IsError, Content: res.Content}
 		if ok {
 			d := ToolResultData{ID: c.ToolUseID, ToolName: c.ToolName, Output: res.TextOf(), IsError: res.IsError,

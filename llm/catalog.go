@@ -669,6 +669,29 @@ func builtinModels() []ModelInfo {
 			InputPrice: 0.28, OutputPrice: 0.42, CacheReadPrice: 0.028,
 			Thinking: thinking, Caching: true, Tools: true}
 	}
+	// The Chinese services. Prices are the USD list prices of each
+	// platform's international pages as published when these entries were
+	// written (2025), for the lowest context tier where a service prices
+	// by prompt length (DashScope); mainland prices are in CNY and differ.
+	// They change often: override them with a models file
+	// (docs/models.md), which is also where to correct an entry.
+	//
+	// MiniMax (Anthropic-compatible): 204,800-token window, text only,
+	// thinking, cache_control honoured (reads 0.1x, writes 1.25x input).
+	minimax := func(id, name string, in, out float64) ModelInfo {
+		return ModelInfo{ID: id, Provider: "minimax", DisplayName: name,
+			ContextWindow: 204_800, MaxOutputTokens: 131_072,
+			InputPrice: in, OutputPrice: out, CacheReadPrice: in / 10, CacheWritePrice: in * 1.25,
+			Thinking: true, Caching: true, Tools: true}
+	}
+	// DashScope, Zhipu and Moonshot cache repeated prefixes automatically
+	// and bill cache hits at the read price.
+	compat := func(provider, id, name string, ctx, maxOut int, in, cached, out float64, thinking, images bool) ModelInfo {
+		return ModelInfo{ID: id, Provider: provider, DisplayName: name,
+			ContextWindow: ctx, MaxOutputTokens: maxOut,
+			InputPrice: in, OutputPrice: out, CacheReadPrice: cached,
+			Thinking: thinking, Images: images, Caching: cached > 0, Tools: true}
+	}
 	local := func(provider, id, name string, ctx, maxOut int, thinking bool) ModelInfo {
 		return ModelInfo{ID: id, Provider: provider, DisplayName: name,
 			ContextWindow: ctx, MaxOutputTokens: maxOut, Thinking: thinking, Tools: true}
@@ -700,6 +723,30 @@ func builtinModels() []ModelInfo {
 
 		deepseek("deepseek-chat", "DeepSeek Chat", 8_192, false),
 		deepseek("deepseek-reasoner", "DeepSeek Reasoner", 65_536, true),
+
+		minimax("MiniMax-M2.7", "MiniMax M2.7", 0.3, 1.2),
+		minimax("MiniMax-M2.7-highspeed", "MiniMax M2.7 highspeed", 0.6, 2.4),
+		minimax("MiniMax-M2.5", "MiniMax M2.5", 0.3, 1.2),
+		minimax("MiniMax-M2.1", "MiniMax M2.1", 0.3, 1.2),
+		minimax("MiniMax-M2", "MiniMax M2", 0.3, 1.2),
+
+		compat("dashscope", "qwen3-max", "Qwen3 Max", 262_144, 65_536, 1.2, 0.24, 6, false, false),
+		compat("dashscope", "qwen-max", "Qwen Max", 32_768, 8_192, 1.6, 0.32, 6.4, false, false),
+		compat("dashscope", "qwen-plus", "Qwen Plus", 131_072, 16_384, 0.4, 0.08, 1.2, true, false),
+		compat("dashscope", "qwen-flash", "Qwen Flash", 1_000_000, 32_768, 0.05, 0.01, 0.4, true, false),
+		compat("dashscope", "qwen3-coder-plus", "Qwen3 Coder Plus", 1_000_000, 65_536, 1, 0.1, 5, false, false),
+		compat("dashscope", "qwen-vl-max", "Qwen VL Max", 131_072, 8_192, 0.8, 0, 3.2, false, true),
+
+		compat("zhipu", "glm-4.6", "GLM-4.6", 200_000, 128_000, 0.6, 0.11, 2.2, true, false),
+		compat("zhipu", "glm-4.5", "GLM-4.5", 131_072, 98_304, 0.6, 0.11, 2.2, true, false),
+		compat("zhipu", "glm-4.5-air", "GLM-4.5-Air", 131_072, 98_304, 0.2, 0.03, 1.1, true, false),
+		compat("zhipu", "glm-4.5v", "GLM-4.5V", 65_536, 16_384, 0.6, 0.11, 1.8, true, true),
+
+		compat("moonshot", "kimi-k2-0905-preview", "Kimi K2 0905", 262_144, 32_768, 0.6, 0.15, 2.5, false, false),
+		compat("moonshot", "kimi-k2-turbo-preview", "Kimi K2 Turbo", 262_144, 32_768, 1.15, 0.15, 8, false, false),
+		compat("moonshot", "kimi-k2-thinking", "Kimi K2 Thinking", 262_144, 32_768, 0.6, 0.15, 2.5, true, false),
+		compat("moonshot", "kimi-k2-thinking-turbo", "Kimi K2 Thinking Turbo", 262_144, 32_768, 1.15, 0.15, 8, true, false),
+		compat("moonshot", "moonshot-v1-128k", "Moonshot v1 128K", 131_072, 32_768, 2, 0, 5, false, false),
 
 		local("ollama", "llama3.3", "Llama 3.3", 131_072, 8_192, false),
 		local("ollama", "qwen3", "Qwen3", 40_960, 32_768, true),

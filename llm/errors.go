@@ -52,7 +52,12 @@ type Error struct {
 	TokenGap int
 	// Hint is a one-line suggestion for people.
 	Hint string
-	Err  error // the underlying cause, if any
+	// Failover is set by the key pool (KeyPool.Report) on a rate limit or
+	// a rejected key when another key of the pool is healthy: sending the
+	// call again at once uses that key, so the engine does not wait out
+	// RetryAfter, which was this key's.
+	Failover bool
+	Err      error // the underlying cause, if any
 }
 
 func (e *Error) Error() string {

@@ -18,6 +18,8 @@ const (
 
 // KeyHealth is what callers see of a pooled key. The key itself is masked.
 type KeyHealth struct {
+	// ID names the key by its place in the pool ("key-1"; set by Status).
+	ID        string    `json:"id,omitempty"`
 	Key       string    `json:"key"` // masked: "sk-a...wxyz"
 	State     KeyState  `json:"state"`
 	CoolUntil time.Time `json:"cool_until,omitzero"`
@@ -108,7 +110,10 @@ func (p *KeyPool) Acquire() (string, error) {
 
 // Report tells the pool how a call made with key ended. err may be nil or
 // any error; only *Error categories rate_limit, auth and permission change
-// the key's state.
+// the key's state. On a rate limit or a rejected key (auth) it sets
+// err's Failover when another key of the pool is usable now, so that the
+// engine retries at once with that key instead of waiting out this key's
+// Retry-After.
 func (p *KeyPool) Report(key string, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -116,6 +121,7 @@ func (p *KeyPool) Report(key string, err error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := p.now()
 	for i := range p.keys {
 		k := &p.keys[i]
 		if k.key != key {
@@ -127,14 +133,65 @@ func (p *KeyPool) Report(key string, err error) {
 			if d <= 0 {
 				d = DefaultCooldown
 			}
-			k.state, k.coolUntil = KeyCooling, p.now().Add(d)
+			k.state, k.coolUntil = KeyCooling, now.Add(d)
 			k.lastError = e.Error()
+			e.Failover = p.usable(now) > 0
 		case CategoryAuth, CategoryPermission:
 			k.state, k.coolUntil = KeyDead, time.Time{}
 			k.lastError = e.Error()
+			// A 403 may be about the model rather than the key: every key
+			// would get it, so only a 401 moves on to the next key.
+			e.Failover = e.Category == CategoryAuth && p.usable(now) > 0
 		}
 		return
 	}
+}
+
+// usable counts the keys Acquire could hand out at now. p.mu is held.
+func (p *KeyPool) usable(now time.Time) int {
+	n := 0
+	for _, k := range p.keys {
+		if k.state == KeyOK || (k.state == KeyCooling && !now.Before(k.coolUntil)) {
+			n++
+		}
+	}
+	return n
+}
+
+// PoolStatus is a snapshot of a key pool, for GET /v1/keys and weft chat's
+// /ratelimit. Keys are masked.
+type PoolStatus struct {
+	Keys []KeyHealth `json:"keys"`
+	// Usable is how many keys can be used now.
+	Usable int `json:"usable"`
+	// NextReady is when the first cooling key is back, when none is
+	// usable now and one is cooling.
+	NextReady time.Time `json:"next_ready,omitzero"`
+}
+
+// Status reports the pool: every key's health (masked), how many are
+// usable now and, when none is, when the first is back.
+func (p *KeyPool) Status() PoolStatus {
+	if p == nil {
+		return PoolStatus{Keys: []KeyHealth{}}
+	}
+	keys := p.Health()
+	st := PoolStatus{Keys: keys}
+	for i, k := range keys {
+		keys[i].ID = fmt.Sprintf("key-%d", i+1)
+		switch k.State {
+		case KeyOK:
+			st.Usable++
+		case KeyCooling:
+			if st.NextReady.IsZero() || k.CoolUntil.Before(st.NextReady) {
+				st.NextReady = k.CoolUntil
+			}
+		}
+	}
+	if st.Usable > 0 {
+		st.NextReady = time.Time{}
+	}
+	return st
 }
 
 // Health reports every key's state, keys masked.

@@ -109,3 +109,54 @@ func TestEndpointKey(t *testing.T) {
 		t.Fatal("Idle defaults wrong")
 	}
 }
+
+// TestKeyPoolFailover: Report marks a rate limit or a rejected key as a
+// failover when another key is usable now, and only then; Status shows
+// the pool masked, with when the first cooling key is back.
+func TestKeyPoolFailover(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := NewKeyPool("key-aaaaaaaaaa1", "key-bbbbbbbbbb2", "key-cccccccccc3")
+	p.now = func() time.Time { return now }
+	report := func(key string, cat Category, after time.Duration) bool {
+		e := &Error{Category: cat, RetryAfter: after}
+		p.Report(key, e)
+		return e.Failover
+	}
+	if !report("key-aaaaaaaaaa1", CategoryRateLimit, 20*time.Second) {
+		t.Fatal("429 with two healthy keys left: no failover")
+	}
+	if report("key-bbbbbbbbbb2", CategoryPermission, 0) {
+		t.Fatal("403 (maybe about the model) was failed over")
+	}
+	if report("key-cccccccccc3", CategoryServer, 0) {
+		t.Fatal("a server error was failed over")
+	}
+	st := p.Status()
+	if st.Usable != 1 || !st.NextReady.IsZero() || st.Keys[0].ID != "key-1" || st.Keys[0].Key != "key-...aaa1" ||
+		st.Keys[0].State != KeyCooling || st.Keys[1].State != KeyDead || st.Keys[2].State != KeyOK {
+		t.Fatalf("status = %+v", st)
+	}
+	if report("key-cccccccccc3", CategoryAuth, 0) {
+		t.Fatal("401 on the last usable key was failed over")
+	}
+	st = p.Status()
+	if st.Usable != 0 || !st.NextReady.Equal(now.Add(20*time.Second)) {
+		t.Fatalf("status = %+v, want next ready in 20s", st)
+	}
+	// Once the cool-down ends the key is usable again, and a 429 on
+	// another key fails over to it.
+	p2 := NewKeyPool("key-aaaaaaaaaa1", "key-bbbbbbbbbb2")
+	p2.now = func() time.Time { return now }
+	e := &Error{Category: CategoryRateLimit, RetryAfter: time.Second}
+	p2.Report("key-aaaaaaaaaa1", e)
+	now = now.Add(2 * time.Second)
+	e = &Error{Category: CategoryRateLimit, RetryAfter: time.Second}
+	p2.Report("key-bbbbbbbbbb2", e)
+	if !e.Failover {
+		t.Fatal("the key whose cool-down ended does not count as usable")
+	}
+	if s := (*KeyPool)(nil).Status(); s.Usable != 0 || s.Keys == nil {
+		t.Fatalf("nil pool status = %+v", s)
+	}
+}

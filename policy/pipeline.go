@@ -154,11 +154,11 @@ type named[T any] struct {
 }
 
 // The stages of DefaultPipeline, in order. A stage of your own goes
-// before one of them (Insert); guardrails, for one, would go before
-// StagePreToolUse, and a snapshot of the workspace before a change at the
-// end (Insert with before "").
+// before one of them (Insert); a snapshot of the workspace before a
+// change, for one, would go at the end (Insert with before "").
 const (
 	StageSchema       = "schema"        // the input against the tool's JSON Schema (Policy.Validate)
+	StageGuardrail    = "guardrail"     // loop guards: a call that keeps failing or keeps answering the same (Policy.Guardrails)
 	StagePreToolUse   = "pre_tool_use"  // hooks: deny, an allow or ask opinion, rewrite the input, add context, stop
 	StageDenyRules    = "deny_rules"    // permission.Evaluation.DenyRules
 	StageBypass       = "bypass"        // bypass mode allows what no deny rule matched
@@ -177,6 +177,7 @@ const (
 // The finishers of DefaultPipeline, in order.
 const (
 	FinishRedact      = "redact"        // registered secret values out of the result
+	FinishGuardrail   = "guardrail"     // the call's outcome, for the guardrail stage's next check
 	FinishPostToolUse = "post_tool_use" // post_tool_use (or post_tool_use_failure) hooks
 	FinishContext     = "context"       // the hooks' additional context appended to the result
 	FinishAudit       = "audit"         // the audit entry
@@ -185,6 +186,7 @@ const (
 var defaultPipeline = &Pipeline{
 	stages: []named[Stage]{
 		{StageSchema, schemaStage{}},
+		{StageGuardrail, guardrailStage{}},
 		{StagePreToolUse, preToolUseStage{}},
 		{StageDenyRules, denyRulesStage{}},
 		{StageBypass, ruleStage{(*permission.Evaluation).Bypass}},
@@ -201,6 +203,7 @@ var defaultPipeline = &Pipeline{
 	},
 	finishers: []named[Finisher]{
 		{FinishRedact, redactFinisher{}},
+		{FinishGuardrail, guardrailFinisher{}},
 		{FinishPostToolUse, postToolUseFinisher{}},
 		{FinishContext, contextFinisher{}},
 		{FinishAudit, auditFinisher{}},
@@ -209,10 +212,10 @@ var defaultPipeline = &Pipeline{
 
 // DefaultPipeline is the pipeline of a Policy whose Pipeline is nil:
 //
-//	schema -> pre_tool_use -> deny_rules -> bypass -> floor -> ask_rules ->
-//	unresolved -> protected -> allow_rules -> mode_default -> opinion ->
-//	resolve_paths -> approve -> checkpoint -> (run) -> redact ->
-//	post_tool_use -> context -> audit
+//	schema -> guardrail -> pre_tool_use -> deny_rules -> bypass -> floor ->
+//	ask_rules -> unresolved -> protected -> allow_rules -> mode_default ->
+//	opinion -> resolve_paths -> approve -> checkpoint -> (run) -> redact ->
+//	guardrail -> post_tool_use -> context -> audit
 func DefaultPipeline() *Pipeline { return defaultPipeline }
 
 // Insert returns a copy of the pipeline with s, named name, placed before

@@ -54,12 +54,12 @@ func parseRules(t *testing.T, allow, deny []string) permission.RuleSet {
 
 func TestDefaultPipelineOrder(t *testing.T) {
 	t.Parallel()
-	want := []string{"schema", "pre_tool_use", "deny_rules", "bypass", "floor", "ask_rules", "unresolved",
+	want := []string{"schema", "guardrail", "pre_tool_use", "deny_rules", "bypass", "floor", "ask_rules", "unresolved",
 		"protected", "allow_rules", "mode_default", "opinion", "resolve_paths", "approve", "checkpoint"}
 	if got := policy.DefaultPipeline().Stages(); !slices.Equal(got, want) {
 		t.Fatalf("stages = %v, want %v", got, want)
 	}
-	if got := policy.DefaultPipeline().Finishers(); !slices.Equal(got, []string{"redact", "post_tool_use", "context", "audit"}) {
+	if got := policy.DefaultPipeline().Finishers(); !slices.Equal(got, []string{"redact", "guardrail", "post_tool_use", "context", "audit"}) {
 		t.Fatalf("finishers = %v", got)
 	}
 }

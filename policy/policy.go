@@ -1,17 +1,17 @@
 // Package policy is the one pipeline every tool call goes through, from
 // every front door (SDK, CLI, HTTP, WebSocket, workflows, sub-agents):
 //
-//	schema validation -> pre_tool_use hooks -> deny rules -> bypass ->
-//	danger floor -> ask rules -> unresolved command -> protected path ->
-//	allow rules -> mode default -> the hooks' opinion -> resolved paths ->
-//	the human -> checkpoint confirmation -> run -> redact ->
-//	post_tool_use hooks -> context -> audit
+//	schema validation -> guardrails -> pre_tool_use hooks -> deny rules ->
+//	bypass -> danger floor -> ask rules -> unresolved command ->
+//	protected path -> allow rules -> mode default -> the hooks' opinion ->
+//	resolved paths -> the human -> checkpoint confirmation -> run ->
+//	redact -> guardrails -> post_tool_use hooks -> context -> audit
 //
 // Each stage is a small type with one method (Stage before the run,
 // Finisher after it) and the pipeline is a list of them (Pipeline,
 // DefaultPipeline), which later features extend without editing the
-// others: guardrails before the hooks, a budget or a sub-agent's tool
-// limits wherever they belong, a workspace snapshot at the end
+// others: the guardrails (guardrail.go) before the hooks, a budget or a
+// sub-agent's tool limits wherever they belong, a workspace snapshot at the end
 // (Pipeline.Insert). A call carries its State from stage to stage: the
 // call, its input as rewritten, the decision so far, the context for
 // the model and the notes for the audit entry.
@@ -57,6 +57,9 @@ type Policy struct {
 	// Validate checks a call's input against its tool's schema (the
 	// registry's Validate); nil skips the stage (Execute validates anyway).
 	Validate func(name string, input json.RawMessage) (json.RawMessage, error)
+	// Guardrails configure the loop guards: the guardrail stage and the
+	// agent's circuit breaker. The zero value is on with the defaults.
+	Guardrails Guardrails
 	// Pipeline is the list of stages calls go through; nil means
 	// DefaultPipeline(). Add a stage with DefaultPipeline().Insert.
 	Pipeline  *Pipeline

@@ -24,6 +24,15 @@ type Settings struct {
 	// SecretScanning configures the scan of Write/Edit content (weft's
 	// own key; Claude Code has none).
 	SecretScanning *SecretScanning `json:"secretScanning,omitempty"`
+	// Guardrails configures the loop guards (weft's own key).
+	Guardrails *GuardrailSettings `json:"guardrails,omitempty"`
+	// MCP servers and the approval of project servers, in Claude Code's
+	// keys; read by tool/mcp (through cmd/weft), which also decides which
+	// scopes may approve.
+	MCPServers                 json.RawMessage `json:"mcpServers,omitempty"`
+	EnableAllProjectMcpServers *bool           `json:"enableAllProjectMcpServers,omitempty"`
+	EnabledMcpjsonServers      []string        `json:"enabledMcpjsonServers,omitempty"`
+	DisabledMcpjsonServers     []string        `json:"disabledMcpjsonServers,omitempty"`
 }
 
 // SecretScanning is the "secretScanning" settings object. Scanning is on
@@ -33,6 +42,20 @@ type SecretScanning struct {
 	Enabled     *bool             `json:"enabled,omitempty"`
 	Rules       []secret.RuleSpec `json:"rules,omitempty"`
 	ExemptPaths []string          `json:"exemptPaths,omitempty"`
+}
+
+// GuardrailSettings is the "guardrails" settings object: the loop guards
+// are on by default; "enabled": false turns them off (a higher scope's
+// choice wins) and a threshold a scope sets replaces a lower scope's.
+// See Guardrails for the fields; a negative threshold turns that guard
+// off alone.
+type GuardrailSettings struct {
+	Enabled          *bool `json:"enabled,omitempty"`
+	SameCallFailures int   `json:"sameCallFailures,omitempty"`
+	SameToolFailures int   `json:"sameToolFailures,omitempty"`
+	SameResult       int   `json:"sameResult,omitempty"`
+	FailedRounds     int   `json:"failedRounds,omitempty"`
+	StuckRounds      int   `json:"stuckRounds,omitempty"`
 }
 
 // Permissions is the "permissions" object of a settings file.
@@ -209,6 +232,9 @@ type Merged struct {
 	ExtraDirs []string
 	Hooks     []hook.Def
 	Env       map[string]string
+	// Guardrails is every scope's "guardrails" merged, for
+	// Policy.Guardrails.
+	Guardrails Guardrails
 }
 
 // Merge combines sources given lowest precedence first: rules and
@@ -220,7 +246,15 @@ func Merge(sources ...Source) Merged {
 	seen := map[string]bool{}
 	scan := true
 	guard := secret.NewDefaultGuard()
+	var guardsOn *bool
 	for _, s := range sources {
+		if g := s.Settings.Guardrails; g != nil {
+			if g.Enabled != nil {
+				guardsOn = g.Enabled
+			}
+			m.Guardrails = m.Guardrails.Merge(Guardrails{SameCallFailures: g.SameCallFailures, SameToolFailures: g.SameToolFailures,
+				SameResult: g.SameResult, FailedRounds: g.FailedRounds, StuckRounds: g.StuckRounds})
+		}
 		if sc := s.Settings.SecretScanning; sc != nil {
 			if sc.Enabled != nil {
 				scan = *sc.Enabled
@@ -246,6 +280,7 @@ func Merge(sources ...Source) Merged {
 			m.Env[k] = v
 		}
 	}
+	m.Guardrails.Disabled = guardsOn != nil && !*guardsOn
 	m.Guard = guard
 	if !scan {
 		m.Guard = secret.NoopGuard{}

@@ -87,6 +87,16 @@ type Config struct {
 	// slog.Default().
 	Logger  *slog.Logger
 	Version string
+	// UI, when set, serves every path outside /v1/ and /api/ (the web UI,
+	// package web). Those two prefixes always reach the API, whatever the
+	// UI would answer. The UI's requests get recovery, logging and the
+	// Host check, but neither the bearer token (its files are public: the
+	// UI asks for the token and its API calls carry it) nor the rate limit
+	// (loading the page is a dozen requests).
+	UI http.Handler
+	// Metrics, when set, is served at GET /metrics, behind the same
+	// authentication as the API (weft serve --metrics: Prometheus).
+	Metrics http.Handler
 }
 
 // DefaultRateLimit is requests per minute per client IP.
@@ -164,16 +174,43 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	s.registerRunRoutes(mux)
 	s.registerTaskRoutes(mux)
 	s.mux = mux
 
 	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.bodyDeadline, s.hostGuard,
 		s.cors, s.originGuard, s.auth, s.rateLimit)
+	if cfg.UI != nil {
+		api := s.handler
+		ui := chain(cfg.UI, s.recoverer, s.logger, s.hostGuard)
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if apiPath(r.URL.Path) || (cfg.Metrics != nil && r.URL.Path == "/metrics") {
+				api.ServeHTTP(w, r)
+				return
+			}
+			ui.ServeHTTP(w, r)
+		})
+	}
 	return s
 }
 
-// Handler returns the API: the routes wrapped in the middleware chain,
+// apiPath reports whether a path belongs to the API (/v1 and seed 001's
+// /api), which the UI never shadows: an unknown API path is the API's 404,
+// never the UI's page.
+func apiPath(p string) bool {
+	for _, prefix := range []string{"/v1", "/api"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// Handler returns the API (and the UI, when Config.UI is set): the routes
+// wrapped in the middleware chain,
 // outermost first: panic recovery, request logging with X-Request-ID, the
 // body read deadline, the Host check, CORS (which answers preflights),
 // the cross-origin check, bearer auth, rate limiting. Serve it with

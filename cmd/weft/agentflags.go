@@ -23,6 +23,7 @@ import (
 	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 // agentFlags are shared by run and chat.
@@ -37,11 +38,16 @@ type agentFlags struct {
 	permissionMode string
 	yes            bool
 	policyFlags
+	promptFlags
+	mcp mcpFlags
+	// mcpServers is set by build when MCP servers are connected (chat's
+	// /mcp__server__prompt commands use it).
+	mcpServers *mcp.Manager
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
 	a.modelFlags.register(f)
-	f.StringVar(&a.system, "system", "", "system prompt (default: weft's coding-agent prompt)")
+	f.StringVar(&a.system, "system", "", "system prompt in place of weft's own (the project's AGENTS.md/CLAUDE.md, the skills and --append-system still follow it)")
 	f.StringVarP(&a.workspace, "workspace", "w", "", "directory the tools work in and are confined to (default: current directory, or $WEFT_WORKSPACE)")
 	f.StringSliceVar(&a.addDirs, "add-dir", nil, "further directories the file tools may touch")
 	f.IntVar(&a.maxTurns, "max-turns", 0, "maximum model calls per run (default 200, or $WEFT_MAX_TURNS)")
@@ -50,11 +56,9 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.permissionMode, "permission-mode", "", "default (ask before anything that is not read-only) | plan (read-only tools only) | auto (file edits in the workspace run, shell asks) | bypass (ask nothing) (default: $WEFT_PERMISSION_MODE or default)")
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
+	a.promptFlags.register(f)
+	a.mcp.register(f)
 }
-
-const defaultSystem = `You are weft, a coding agent working in the user's workspace through tools.
-Be direct and concise. Read files before changing them, prefer small targeted edits,
-and run commands to check your work. When you are done, say what you did.`
 
 // build returns the agent and the tool registry for the flags. lines is
 // where approval answers are read from (nil: no terminal to ask).
@@ -120,19 +124,53 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		_ = bp.pol.Hooks.Close(context.Background()) // each hook has its own timeout
 		return errors.Join(closeModel(), bp.close())
 	}
-	reg, err := cliTools(builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}, tasks)
+	a.promptFlags.fromEnv(env.getenv)
+	pb, err := a.promptFlags.builder(env, ws, log)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
-	system := a.system
-	if system == "" {
-		system = defaultSystem + "\nThe workspace is " + ws + "."
+	describer, err := a.promptFlags.describer(a.modelFlags.reg, log)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
 	}
+	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
+	reg, err := cliTools(toolCfg, tasks, promptTools(pb, toolCfg, info, describer)...)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	ap := newApprover(lines, out)
+	mcpSetup, err := loadMCP(env, ws, bp.sources, a.mcp)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	servers, err := mcpStart(env, mcpSetup, reg, bp.pol.ExtraDirs, bp.toolEnv(), set, lines, ap, log)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if servers != nil {
+		closeRest := closeAll
+		closeAll = func() error { _ = servers.Close(); return closeRest() }
+		a.mcpServers = servers
+	}
+	// The system prompt is weft's bundle for the model (or --system),
+	// the environment, the project's instructions and the skills, built
+	// afresh for every model call (see package prompt).
+	obs, closeObs, err := cliObserver(env)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closeRest := closeAll
+	closeAll = func() error { return errors.Join(closeRest(), closeObs()) }
 	ag, err := agent.New(agent.Config{
-		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: reg,
+		Provider: p, Model: info.ID, ModelInfo: &info, System: a.system, Prompt: pb, Vision: describer, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
-		Policy: bp.pol, Approve: newApprover(lines, out).approve, Logger: log,
+		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
 	})
 	if err != nil {
 		closeAll()
@@ -177,10 +215,11 @@ func newCLITasks(pol *policy.Policy, log *slog.Logger) (*task.Registry, func()) 
 
 // cliTools is the tool registry of weft run and chat (and what weft tools
 // lists): the builtin tools, with Bash's run_in_background starting
-// commands as tasks of tasks, and the task tools that read and stop them.
-func cliTools(cfg builtin.Config, tasks *task.Registry) (*tool.Registry, error) {
+// commands as tasks of tasks, the task tools that read and stop them, and
+// extra (Skill, describe_image).
+func cliTools(cfg builtin.Config, tasks *task.Registry, extra ...tool.Tool) (*tool.Registry, error) {
 	cfg.Background = tasks
-	return tool.NewRegistry(append(builtin.Tools(cfg), tasks.Tools()...)...)
+	return tool.NewRegistry(append(append(builtin.Tools(cfg), tasks.Tools()...), extra...)...)
 }
 
 // userAuditPath is the default JSONL audit log of every command:

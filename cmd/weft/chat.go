@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 func newChatCmd(env environ) *cobra.Command {
@@ -24,7 +26,8 @@ func newChatCmd(env environ) *cobra.Command {
 		Long: `chat is a line-based REPL on one session: each line you type is a message,
 and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
 /clear (forget the conversation), /rewind [N] (forget the last N turns,
-default 1), /cost (usage and cost so far), /help.
+default 1), /cost (usage and cost so far), /ratelimit
+(the API key pool: masked keys, state, cool-down), /help.
 Ctrl-C during a run stops the run and keeps the session; at the prompt it
 clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
 (as /exit and Ctrl-D do).`,
@@ -45,7 +48,8 @@ clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
 			intr := make(chan os.Signal, 1)
 			signal.Notify(intr, os.Interrupt)
 			defer signal.Stop(intr)
-			return chat(cmd.Context(), env, a, lines, showThinking, intr)
+			keys := func() (llm.PoolStatus, bool) { return f.reg.KeyStatus(a.ModelInfo().Provider) }
+			return chat(cmd.Context(), env, a, lines, showThinking, intr, f.mcpServers, keys)
 		},
 	}
 	f.register(cmd.Flags())
@@ -59,7 +63,8 @@ const exitWindow = 2 * time.Second
 
 // chat is the REPL. interrupts delivers Ctrl-C (SIGINT); ctx ends on
 // SIGTERM only.
-func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal) error {
+func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal, mcpServers *mcp.Manager,
+	keys func() (llm.PoolStatus, bool)) error {
 	s := a.NewSession()
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
@@ -107,9 +112,19 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			fmt.Fprintf(env.stdout, "%d turns, %d in / %d out tokens (%d cache read, %d cache write), $%.4f\n",
 				t.Turns, t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.CostUSD)
 			continue
-		case "/help":
-			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /cost usage and cost so far")
+		case "/ratelimit":
+			printKeyPool(env.stdout, info.Provider, keys, time.Now())
 			continue
+		case "/help":
+			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /cost usage and cost so far  /ratelimit the API key pool")
+			mcpHelp(mcpServers, env.stdout)
+			continue
+		}
+		if strings.HasPrefix(line, "/mcp__") {
+			var ok bool
+			if line, ok = mcpSlash(ctx, mcpServers, line, env.stderr); !ok {
+				continue
+			}
 		}
 		if strings.HasPrefix(line, "/") {
 			fmt.Fprintf(env.stderr, "unknown command %s (/help lists them)\n", line)
@@ -146,5 +161,31 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+}
+
+// printKeyPool shows the provider's key pool for /ratelimit: each key
+// masked, its state, how long it still cools down, and its last error.
+func printKeyPool(w io.Writer, provider string, keys func() (llm.PoolStatus, bool), now time.Time) {
+	st, ok := keys()
+	if !ok {
+		fmt.Fprintf(w, "%s: one API key (no pool); a rate limit is retried after the server's Retry-After. Give several keys, comma-separated, to pool them.\n", provider)
+		return
+	}
+	fmt.Fprintf(w, "%s: %d keys, %d usable now", provider, len(st.Keys), st.Usable)
+	if !st.NextReady.IsZero() {
+		fmt.Fprintf(w, ", the first back in %s", st.NextReady.Sub(now).Round(time.Second))
+	}
+	fmt.Fprintln(w)
+	for _, k := range st.Keys {
+		line := fmt.Sprintf("  %-6s %-13s %-8s", k.ID, k.Key, k.State)
+		if k.State == llm.KeyCooling {
+			line += fmt.Sprintf(" %s left", k.CoolUntil.Sub(now).Round(time.Second))
+		}
+		line += fmt.Sprintf("  %d uses", k.Uses)
+		if k.LastError != "" {
+			line += "; last error: " + clip(k.LastError, 100)
+		}
+		fmt.Fprintln(w, line)
 	}
 }

@@ -23,6 +23,10 @@ type modelFlags struct {
 	cassetteMode  string
 	models        string
 	noPromptCache bool
+	// reg is the registry resolve built, for further models of the same
+	// command (--vision-model: same keys, HTTP client and cassette) and
+	// for its key pools (chat's /ratelimit).
+	reg *registry.Registry
 }
 
 func (m *modelFlags) register(f *pflag.FlagSet) {
@@ -120,7 +124,8 @@ func (m *modelFlags) resolve(env environ) (p llm.Provider, info llm.ModelInfo, c
 			}
 		}
 	}
-	p, info, err = registry.New(cfg).Resolve(spec)
+	m.reg = registry.New(cfg)
+	p, info, err = m.reg.Resolve(spec)
 	if err != nil {
 		close()
 		return nil, info, func() error { return nil }, err

@@ -25,12 +25,15 @@ type policyFlags struct {
 	secrets   []string
 	auditLog  string
 	pluginDir string
+	// noGuardrails turns the loop guards off (docs/operations.md).
+	noGuardrails bool
 }
 
 func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
 	fs.StringVar(&p.settings, "settings", "", "settings file in Claude Code's shape (permissions, hooks, env), on top of ~/.weft/settings.json and <workspace>/.weft/settings.json")
 	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME]; also how to give Bash a variable it never inherits, such as OPENAI_API_KEY (repeatable)")
 	fs.StringVar(&p.auditLog, "audit-log", "", auditHelp)
+	fs.BoolVar(&p.noGuardrails, "no-guardrails", false, "turn off the loop guards: the refusal of a call that keeps failing or keeps returning the same, and the circuit breaker that stops a run whose every tool call keeps failing (settings key \"guardrails\"; see docs/operations.md)")
 	fs.StringVar(&p.pluginDir, "plugin-dir", "", "directory of plugins (one subdirectory each, hooks in hooks/hooks.json); their hooks run only once trusted (default ~/.weft/plugins)")
 }
 
@@ -38,6 +41,7 @@ func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
 type builtPolicy struct {
 	pol     *policy.Policy
 	merged  policy.Merged
+	sources []policy.Source // the settings files, lowest scope first (MCP servers)
 	secrets *secret.Set
 	// explicitBypass: bypass was asked for by the person starting weft
 	// (flag, environment or a settings file), the only way to get it.
@@ -109,7 +113,7 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 		return nil, err
 	}
 	merged := policy.Merge(sources...)
-	b := &builtPolicy{merged: merged, close: func() error { return nil }}
+	b := &builtPolicy{merged: merged, sources: sources, close: func() error { return nil }}
 
 	m := merged.Mode
 	if mode != "" {
@@ -164,7 +168,10 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 	}
 	b.pol = &policy.Policy{
 		Mode: m, Rules: merged.Rules, Workspace: ws, ExtraDirs: dirs, Protected: protected,
-		Hooks: hooks, Audit: all, Secrets: set, Logger: log,
+		Hooks: hooks, Audit: all, Secrets: set, Logger: log, Guardrails: merged.Guardrails,
+	}
+	if p.noGuardrails {
+		b.pol.Guardrails.Disabled = true
 	}
 	return b, nil
 }

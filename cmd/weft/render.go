@@ -84,6 +84,17 @@ func (r *textRenderer) render(ev agent.Event) {
 		}
 		fmt.Fprintf(r.errw, "model call failed (%s): %s; retrying in %s (%s)\n", cause, d.Error,
 			(time.Duration(d.DelayMS) * time.Millisecond).String(), next)
+	case agent.GuardrailData:
+		// A refused call shows as its tool result; the circuit breaker
+		// acts on the run, so it gets a line of its own.
+		switch d.Action {
+		case "note":
+			r.newline()
+			fmt.Fprintf(r.errw, "circuit breaker: every tool call failed in %d rounds in a row; asked the model to change approach\n", d.Count)
+		case "stop":
+			r.newline()
+			fmt.Fprintf(r.errw, "circuit breaker: %s\n", d.Reason)
+		}
 	case agent.ErrorData:
 		r.newline()
 		if d.Hint != "" {

@@ -90,6 +90,13 @@ func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format str
 			res.Result, res.StopReason, res.TurnCount, res.Usage, res.CostUSD = d.Text, d.StopReason, d.TurnCount, d, d.CostUSD
 		}
 	}
+	if runErr == nil && res.StopReason == agent.StopStuck {
+		// Not a success: a script must not take the last text for a result.
+		runErr = errors.New("stopped: every tool call kept failing, and the circuit breaker ended the run (see docs/operations.md)")
+		if format == "text" {
+			fmt.Fprintln(env.stderr, "error: "+runErr.Error())
+		}
+	}
 	if format == "json" {
 		if runErr != nil {
 			res.IsError, res.Error = true, runErr.Error()

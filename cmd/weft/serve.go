@@ -20,17 +20,21 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
 	"github.com/weft-run/weft/memory"
+	"github.com/weft-run/weft/observe/promobs"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store/redact"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/web"
 )
 
 // serveShutdownTimeout bounds a graceful shutdown: turns get this long to
@@ -58,7 +62,12 @@ type serveFlags struct {
 	maxTurns       int
 	logLevel       string
 	memory         bool
+	metrics        bool
+	noUI           bool
+	uiDir          string
 	policyFlags
+	promptFlags
+	mcp mcpFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -126,10 +135,15 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.permissionMode, "permission-mode", "", "default (every tool that is not read-only asks through a permission_request) | plan (read-only tools only) | auto (file edits in the workspace run, the rest asks) | bypass (ask nothing; only this flag or a settings file enables it) (default: the settings' defaultMode, else default)")
 	f.policyFlags.register(fs, "audit log (JSON lines) of every tool-call decision, besides the database; \"off\" for none (default ~/.weft/audit.jsonl)")
 	fs.DurationVar(&f.keepalive, "keepalive", server.DefaultKeepalive, "SSE heartbeat interval")
-	fs.StringVar(&f.system, "system", "", "default system prompt (default: weft's coding-agent prompt)")
+	fs.StringVar(&f.system, "system", "", "default system prompt in place of weft's own (the project's AGENTS.md/CLAUDE.md, the skills and --append-system still follow it)")
+	f.promptFlags.register(fs)
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
+	f.mcp.register(fs)
+	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
+	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
+	fs.StringVar(&f.uiDir, "ui-dir", "", "serve the web UI from this directory (a development build, e.g. web/dist) instead of the embedded one")
 }
 
 // envName is the environment variable of a flag.
@@ -389,15 +403,35 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		}
 	}()
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
-	tools, err := tool.NewRegistry(builtin.Tools(toolCfg)...)
+	pb, err := f.promptFlags.builder(env, ws, log)
+	if err != nil {
+		return err
+	}
+	describer, err := f.promptFlags.describer(models, log)
+	if err != nil {
+		return err
+	}
+	// The default model decides the bundle and whether describe_image is
+	// offered; without a key it is still unknown here, and that is fine.
+	var defInfo llm.ModelInfo
+	defProvider := ""
+	if spec != "" {
+		if p, info, err := models.Resolve(spec); err == nil {
+			defInfo, defProvider = info, p.Name()
+		}
+	}
+	tools, err := tool.NewRegistry(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...)...)
 	if err != nil {
 		return err
 	}
 	tools.SetLogger(log)
-	system := f.system
-	if system == "" {
-		system = defaultSystem + "\nThe workspace is " + ws + "."
-	}
+	// The runtime takes the system prompt as text, so weft serve builds it
+	// once, here: the bundle for the default model, the project's
+	// instructions and the skills as they are at start. Building it per
+	// turn (edited AGENTS.md, per-request bundles, images described for
+	// text-only models) needs the runtime to pass the builder on
+	// (docs/agents.md, "weft serve").
+	system := pb.Build(ctx, prompt.Request{Model: defInfo.ID, Provider: defProvider, Tools: tools.LLMSpecs(), Replace: f.system}).Text()
 	cors, hosts := splitList(f.cors), splitList(f.allowedHosts)
 	rateLimit := f.rateLimit
 	if rateLimit <= 0 {
@@ -450,6 +484,20 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err := tools.Replace(builtin.NewBash(toolCfg)); err != nil {
 		return err
 	}
+	// MCP servers' tools join the registry every front door uses. No
+	// terminal: unapproved project servers are skipped, and elicitations
+	// are declined until the HTTP API answers them (docs/mcp.md).
+	mcpSetup, err := loadMCP(env, ws, bp.sources, f.mcp)
+	if err != nil {
+		return err
+	}
+	mcpServers, err := mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log)
+	if err != nil {
+		return err
+	}
+	if mcpServers != nil {
+		defer mcpServers.Close() // after the shutdown below: turns may still call them until then
+	}
 	stopBackground := func(ctx context.Context) {
 		if err := bg.Close(ctx); err != nil {
 			log.Warn("background tasks did not stop in time", "error", err)
@@ -458,9 +506,23 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			log.Warn("runs did not stop in time", "error", err)
 		}
 	}
-	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken,
+	ui, err := f.ui()
+	if err != nil {
+		stopBackground(base)
+		return err
+	}
+	var metrics http.Handler
+	if f.metrics {
+		m, err := promobs.New(nil)
+		if err != nil {
+			stopBackground(base)
+			return err
+		}
+		metrics = m.Handler()
+	}
+	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken, Metrics: metrics,
 		CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
-		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version()})
+		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version(), UI: ui})
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -485,6 +547,9 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	if f.bearerToken != "" && len(f.bearerToken) < minTokenLen {
 		fmt.Fprintf(env.stderr, "weft serve: warning: the bearer token is shorter than %d characters: use a long random one (openssl rand -hex 32)\n", minTokenLen)
+	}
+	if ui != nil {
+		fmt.Fprintf(env.stderr, "weft serve: web UI at http://%s/\n", ln.Addr())
 	}
 	// Last: scripts (and the tests) take this line as "ready".
 	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), f.db, ws)
@@ -528,6 +593,20 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	fmt.Fprintln(env.stderr, "weft serve: stopped")
 	return nil
+}
+
+// ui is the web UI handler: the embedded build, a directory's (--ui-dir),
+// or none (--no-ui).
+func (f *serveFlags) ui() (http.Handler, error) {
+	switch {
+	case f.noUI && f.uiDir != "":
+		return nil, errors.New("--no-ui and --ui-dir contradict each other: pick one")
+	case f.noUI:
+		return nil, nil
+	case f.uiDir != "":
+		return web.DirHandler(f.uiDir)
+	}
+	return web.Handler(), nil
 }
 
 // minTokenLen: shorter bearer tokens get a warning. The rate limit does

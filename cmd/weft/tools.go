@@ -4,18 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/task"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 func newToolsCmd(env environ) *cobra.Command {
 	var asJSON bool
+	var mf mcpFlags
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the tools an agent can call (with their JSON Schemas under --json)",
@@ -25,9 +30,27 @@ func newToolsCmd(env environ) *cobra.Command {
 			// registry closes with nothing to stop.
 			tasks := task.NewRegistry(nil, task.Options{})
 			defer tasks.Close(context.Background())
-			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks)
+			pb := prompt.New(prompt.Config{Workspace: ws, Home: env.getenv("HOME"), Logger: slog.New(slog.DiscardHandler)})
+			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks, pb.SkillTool())
 			if err != nil {
 				return err
+			}
+			// The approved MCP servers' tools, as run and chat would have
+			// them; a configuration problem is reported, not fatal here.
+			sources, err := policy.LoadScopes(env.getenv("HOME"), ws, "")
+			var st *mcpSetup
+			if err == nil {
+				st, err = loadMCP(env, ws, sources, mf)
+			}
+			if err == nil {
+				var servers *mcp.Manager
+				servers, err = mcpStart(env, st, reg, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+				if servers != nil {
+					defer servers.Close()
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(env.stderr, "weft: MCP servers not listed: %v\n", err)
 			}
 			specs := reg.Specs()
 			if asJSON {
@@ -45,5 +68,6 @@ func newToolsCmd(env environ) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools with their input schemas as JSON")
+	mf.register(cmd.Flags())
 	return cmd
 }

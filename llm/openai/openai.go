@@ -1,6 +1,6 @@
 // Package openai speaks the OpenAI Chat Completions streaming protocol, to
 // OpenAI itself and to the servers that copy it (OpenRouter, Ollama,
-// LM Studio, DeepSeek, vLLM).
+// LM Studio, DeepSeek, vLLM, DashScope, Zhipu, Moonshot).
 //
 // Encoding choices where the two models differ:
 //
@@ -116,6 +116,12 @@ var presets = map[string]preset{
 	"lmstudio":   {"http://localhost:1234/v1", "max_tokens", true},
 	"deepseek":   {"https://api.deepseek.com/v1", "max_tokens", false},
 	"vllm":       {"http://localhost:8000/v1", "max_tokens", true},
+	// The Chinese services' mainland endpoints; their thinking switches
+	// are not reasoning_effort (DashScope's enable_thinking, GLM's
+	// thinking.type, Kimi's thinking models by name).
+	"dashscope": {"https://dashscope.aliyuncs.com/compatible-mode/v1", "max_tokens", false},
+	"zhipu":     {"https://open.bigmodel.cn/api/paas/v4", "max_tokens", false},
+	"moonshot":  {"https://api.moonshot.cn/v1", "max_tokens", false},
 }
 
 // ForPreset builds the provider for a named OpenAI-compatible server, with

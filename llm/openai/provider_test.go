@@ -432,7 +432,7 @@ func TestKeyPool(t *testing.T) {
 func TestPresets(t *testing.T) {
 	t.Parallel()
 	names := openai.PresetNames()
-	if strings.Join(names, ",") != "deepseek,lmstudio,ollama,openai,openrouter,vllm" {
+	if strings.Join(names, ",") != "dashscope,deepseek,lmstudio,moonshot,ollama,openai,openrouter,vllm,zhipu" {
 		t.Fatalf("presets %v", names)
 	}
 	if _, ok := openai.ForPreset("nope", llm.Endpoint{}); ok {
@@ -445,9 +445,12 @@ func TestPresets(t *testing.T) {
 		"lmstudio":   "http://localhost:1234/v1",
 		"deepseek":   "https://api.deepseek.com/v1",
 		"vllm":       "http://localhost:8000/v1",
+		"dashscope":  "https://dashscope.aliyuncs.com/compatible-mode/v1",
+		"zhipu":      "https://open.bigmodel.cn/api/paas/v4",
+		"moonshot":   "https://api.moonshot.cn/v1",
 	}
 	maxField := map[string]string{"openai": "max_completion_tokens"}
-	effort := map[string]bool{"deepseek": false}
+	effort := map[string]bool{"deepseek": false, "dashscope": false, "zhipu": false, "moonshot": false}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

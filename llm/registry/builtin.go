@@ -26,6 +26,9 @@ type builtin struct {
 	// needsKey: the public service rejects unauthenticated calls, so a
 	// missing key is reported at resolution rather than as a 401 mid-run.
 	needsKey bool
+	// otherRegion is the service's other endpoint, named when a key is
+	// refused: keys of one region do not work in the other.
+	otherRegion string
 }
 
 // builtinFor is a function rather than a map so that the table is not
@@ -48,12 +51,33 @@ func builtinFor(name string) (builtin, bool) {
 		return builtin{baseEnv: "LMSTUDIO_BASE_URL"}, true
 	case "vllm":
 		return builtin{keyEnv: []string{"VLLM_API_KEY"}, baseEnv: "VLLM_BASE_URL"}, true
+	// The Chinese services (seed 000's providers): each platform's
+	// mainland endpoint by default; their international twins take keys
+	// of their own and a base URL (WEFT_<NAME>_BASE_URL), named in the
+	// hint of an auth error.
+	case "minimax":
+		return builtin{keyEnv: []string{"MINIMAX_API_KEY"}, needsKey: true,
+			otherRegion: "https://api.minimax.io/anthropic (platform.minimax.io)"}, true
+	case "dashscope":
+		return builtin{keyEnv: []string{"DASHSCOPE_API_KEY"}, needsKey: true,
+			otherRegion: "https://dashscope-intl.aliyuncs.com/compatible-mode/v1 (Alibaba Cloud Model Studio, international)"}, true
+	case "zhipu":
+		return builtin{keyEnv: []string{"ZHIPUAI_API_KEY"}, needsKey: true,
+			otherRegion: "https://api.z.ai/api/paas/v4 (Z.ai)"}, true
+	case "moonshot":
+		return builtin{keyEnv: []string{"MOONSHOT_API_KEY"}, needsKey: true,
+			otherRegion: "https://api.moonshot.ai/v1 (platform.moonshot.ai)"}, true
 	}
 	return builtin{}, false
 }
 
+// MiniMaxBaseURL is MiniMax's Anthropic-compatible endpoint (mainland
+// China; /v1/messages is appended). The international one is
+// https://api.minimax.io/anthropic.
+const MiniMaxBaseURL = "https://api.minimaxi.com/anthropic"
+
 func builtinNames() []string {
-	return []string{"anthropic", "deepseek", "gemini", "lmstudio", "ollama", "openai", "openrouter", "vllm"}
+	return []string{"anthropic", "dashscope", "deepseek", "gemini", "lmstudio", "minimax", "moonshot", "ollama", "openai", "openrouter", "vllm", "zhipu"}
 }
 
 // BuiltinNames lists the providers every Registry starts with, sorted.
@@ -92,6 +116,18 @@ func builtinFactory(name string) Factory {
 				cfg.APIKey, cfg.Keys, cfg.BearerAuth = pc.BearerToken, nil, true
 			}
 			return anthropic.New(cfg), nil
+		case "minimax":
+			// MiniMax's Anthropic-compatible endpoint: thinking and
+			// cache_control as Anthropic's; images are not accepted
+			// (the catalogue says so, and the agent describes them).
+			if ep.BaseURL == "" {
+				ep.BaseURL = MiniMaxBaseURL
+			}
+			cfg := anthropic.Config{Endpoint: ep, NoPromptCache: pc.NoPromptCache}
+			if pc.BearerToken != "" {
+				cfg.APIKey, cfg.Keys, cfg.BearerAuth = pc.BearerToken, nil, true
+			}
+			return named(anthropic.New(cfg), name, b), nil
 		case "gemini":
 			if pc.BearerToken != "" && pc.BaseURL == "" {
 				return nil, errors.New("a bearer token selects Vertex AI, which needs the base URL set to the publisher URL, " +
@@ -104,6 +140,9 @@ func builtinFactory(name string) Factory {
 			return nil, fmt.Errorf("no OpenAI-compatible preset named %q", name)
 		}
 		cfg.NoPromptCache = pc.NoPromptCache
+		if b.otherRegion != "" {
+			return named(openai.New(cfg), name, b), nil
+		}
 		return openai.New(cfg), nil
 	}
 }

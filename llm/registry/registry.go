@@ -4,7 +4,8 @@
 // tests) never see each other's providers, keys or overrides.
 //
 // A Registry knows the built-in providers (anthropic, openai, openrouter,
-// ollama, lmstudio, deepseek, vllm, gemini), reads their keys and base URLs
+// ollama, lmstudio, deepseek, vllm, gemini, and the Chinese services
+// minimax, dashscope, zhipu and moonshot), reads their keys and base URLs
 // from explicit configuration first, then weft's WEFT_<PROVIDER>_API_KEY and
 // WEFT_<PROVIDER>_BASE_URL, then the vendors' usual environment variables,
 // and builds each provider once, so that its key pool and its connections
@@ -334,6 +335,21 @@ func (r *Registry) KeyHealth(provider string) []llm.KeyHealth {
 		return nil
 	}
 	return s.ep.Keys.Health()
+}
+
+// KeyStatus reports provider's key pool (keys masked, usable count, when
+// the first cooling key is back): the data of GET /v1/keys. ok is false
+// when the provider has no pool (fewer than two keys) or is unknown.
+func (r *Registry) KeyStatus(provider string) (st llm.PoolStatus, ok bool) {
+	s, err := r.slot(provider)
+	if err != nil {
+		return st, false
+	}
+	defer s.mu.Unlock()
+	if s.ep.Keys.Len() == 0 {
+		return st, false
+	}
+	return s.ep.Keys.Status(), true
 }
 
 // endpoint turns an effective configuration into the endpoint every build

@@ -68,9 +68,9 @@ func TestParseSpec(t *testing.T) {
 		{spec: "   ", wantErr: []string{"empty model spec"}},
 		{spec: "openai:", wantErr: []string{`"openai:" names no model`, "openai:MODEL"}},
 		{spec: "ollama:  ", wantErr: []string{"names no model"}},
-		{spec: ":gpt-4o", wantErr: []string{"names no provider", "anthropic, deepseek, gemini, lmstudio, ollama, openai, openrouter, vllm"}},
+		{spec: ":gpt-4o", wantErr: []string{"names no provider", "anthropic, dashscope, deepseek, gemini, lmstudio, minimax, moonshot, ollama, openai, openrouter, vllm, zhipu"}},
 		{spec: "antropic:claude-sonnet-4-5", unknownProvider: true,
-			wantErr: []string{`unknown provider "antropic"`, "known: anthropic, deepseek, gemini, lmstudio, ollama, openai, openrouter, vllm"}},
+			wantErr: []string{`unknown provider "antropic"`, "known: anthropic, dashscope, deepseek, gemini, lmstudio, minimax, moonshot, ollama, openai, openrouter, vllm, zhipu"}},
 		// A bare Ollama tag has no provider prefix and implies none.
 		{spec: "llama3.3:70b", unknownProvider: true, wantErr: []string{`unknown provider "llama3.3"`, "ollama:llama3.3:70b"}},
 		{spec: "gpt-oss:20b", unknownProvider: true, wantErr: []string{`unknown provider "gpt-oss"`}},
@@ -435,7 +435,8 @@ func TestMissingKey(t *testing.T) {
 func TestBuiltinProviders(t *testing.T) {
 	t.Parallel()
 	r := registry.New(registry.Config{Getenv: env(
-		"ANTHROPIC_API_KEY", "a", "OPENAI_API_KEY", "o", "OPENROUTER_API_KEY", "r", "DEEPSEEK_API_KEY", "d", "GEMINI_API_KEY", "g")})
+		"ANTHROPIC_API_KEY", "a", "OPENAI_API_KEY", "o", "OPENROUTER_API_KEY", "r", "DEEPSEEK_API_KEY", "d", "GEMINI_API_KEY", "g",
+		"MINIMAX_API_KEY", "m", "DASHSCOPE_API_KEY", "q", "ZHIPUAI_API_KEY", "z", "MOONSHOT_API_KEY", "k")})
 	if got := r.Names(); !slices.Equal(got, registry.BuiltinNames()) {
 		t.Fatalf("Names = %v, want %v", got, registry.BuiltinNames())
 	}
@@ -525,6 +526,14 @@ func TestKeyHealth(t *testing.T) {
 	ep.Report(k, &llm.Error{Category: llm.CategoryAuth})
 	if h := r.KeyHealth("openai"); h[0].State != llm.KeyDead || h[0].Uses != 1 {
 		t.Fatalf("after a 401, KeyHealth = %+v", h)
+	}
+	// KeyStatus, the data of GET /v1/keys: the same pool, masked.
+	st, ok := r.KeyStatus("openai")
+	if !ok || st.Usable != 1 || st.Keys[0].ID != "key-1" || st.Keys[0].State != llm.KeyDead || st.Keys[1].Key != "sk-p...2222" {
+		t.Fatalf("KeyStatus = %+v, %v", st, ok)
+	}
+	if _, ok := r.KeyStatus("anthropic"); ok {
+		t.Fatal("a single key has no pool, but KeyStatus reported one")
 	}
 }
 

@@ -15,7 +15,9 @@ const specExample = "e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, ollama:ll
 // precedes it is a provider name, because model names contain ':' too
 // (ollama:llama3.3:70b). A bare model name implies its provider by prefix:
 // claude-* is anthropic; gpt-*, chatgpt-*, o1*, o3*, o4* are openai;
-// gemini-* is gemini; deepseek-* is deepseek. A bare name containing ':'
+// gemini-* is gemini; deepseek-* is deepseek; MiniMax-* is minimax;
+// qwen-*, qwen3-*, qwq-* are dashscope; glm-* is zhipu; kimi-* and
+// moonshot-* are moonshot. A bare name containing ':'
 // implies nothing, since that is how local servers tag models (gpt-oss:20b
 // is not OpenAI's).
 func ParseSpec(spec string) (provider, model string, err error) {
@@ -70,6 +72,14 @@ func inferProvider(model string) string {
 		return "gemini"
 	case has("deepseek-"):
 		return "deepseek"
+	case has("MiniMax-", "minimax-"):
+		return "minimax"
+	case has("qwen-", "qwen3-", "qwq-"):
+		return "dashscope"
+	case has("glm-"):
+		return "zhipu"
+	case has("kimi-", "moonshot-"):
+		return "moonshot"
 	}
 	return ""
 }
