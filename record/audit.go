@@ -1,7 +1,6 @@
-package store
+package record
 
 import (
-	"context"
 	"time"
 )
 
@@ -45,14 +44,4 @@ type AuditQuery struct {
 	Limit int
 	// AfterID pages: only entries with a greater ID.
 	AfterID int64
-}
-
-// Audits stores the audit trail. It is append-only and independent of
-// sessions: deleting a session keeps its audit entries.
-type Audits interface {
-	// AppendAudit stores entries in one transaction, assigning their IDs;
-	// a zero Timestamp becomes the time of the append.
-	AppendAudit(ctx context.Context, entries ...AuditEntry) error
-	// ListAudit returns matching entries, oldest (lowest ID) first.
-	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 }

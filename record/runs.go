@@ -1,7 +1,6 @@
-package store
+package record
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
@@ -99,42 +98,4 @@ type RunQuery struct {
 type RunPage struct {
 	Runs       []Run  `json:"runs"`
 	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// Runs stores plan-and-execute runs, their step results and their event
-// logs.
-type Runs interface {
-	// CreateRun stores r; ErrExists when the id is taken. An empty Status
-	// means RunPlanning. CreatedAt and UpdatedAt are set by the store when
-	// zero; LastSeq is ignored.
-	CreateRun(ctx context.Context, r Run) (Run, error)
-	// GetRun returns the run with its last event seq; ErrNotFound.
-	GetRun(ctx context.Context, id string) (Run, error)
-	// UpdateRun replaces every field but ID, CreatedAt and LastSeq, and
-	// moves UpdatedAt to now (never backwards); ErrNotFound.
-	UpdateRun(ctx context.Context, r Run) error
-	// ListRuns pages through runs, newest (CreatedAt, then ID) first.
-	ListRuns(ctx context.Context, q RunQuery) (RunPage, error)
-	// DeleteRun removes a run with its step results and events.
-	DeleteRun(ctx context.Context, id string) error
-	// PutStepResult inserts or replaces the result of (RunID, StepID);
-	// ErrNotFound for an unknown run.
-	PutStepResult(ctx context.Context, s StepResult) error
-	// StepResults returns the run's step results by Index (then StepID);
-	// ErrNotFound for an unknown run.
-	StepResults(ctx context.Context, runID string) ([]StepResult, error)
-	// DeleteStepResults removes, atomically, the run's step results for
-	// which keep returns false (every one when keep is nil): rewind keeps
-	// the first N, resume keeps the completed ones. keep is called with
-	// the store's write lock held, so it must only look at its argument.
-	DeleteStepResults(ctx context.Context, runID string, keep func(StepResult) bool) error
-	// InterruptRuns marks every live run (planning, awaiting approval,
-	// running) interrupted and returns their ids, sorted. Called once at
-	// start-up, before any run starts: a live run in the store then is one
-	// a crash or restart cut off.
-	InterruptRuns(ctx context.Context) ([]string, error)
-	// RunEvents is the runs' event log, with the Events contract keyed by
-	// run id instead of session id (Event.SessionID carries the run id):
-	// seqs per run from 1, ErrNotFound for an unknown run.
-	RunEvents() Events
 }

@@ -1,7 +1,6 @@
-package store
+package record
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
@@ -24,27 +23,6 @@ type Workflow struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// Workflows stores saved workflows.
-type Workflows interface {
-	// CreateWorkflow stores w at revision 1; ErrExists when the id is
-	// taken. CreatedAt and UpdatedAt are set by the store when zero.
-	CreateWorkflow(ctx context.Context, w Workflow) (Workflow, error)
-	// GetWorkflow returns the workflow; ErrNotFound.
-	GetWorkflow(ctx context.Context, id string) (Workflow, error)
-	// UpdateWorkflow replaces name, description, input schema, plan,
-	// canvas and published flag, bumps the revision and UpdatedAt, and
-	// returns the stored workflow. With expectRevision > 0 it fails with
-	// ErrConflict, changing nothing, unless the stored revision is
-	// expectRevision; ErrNotFound.
-	UpdateWorkflow(ctx context.Context, w Workflow, expectRevision int) (Workflow, error)
-	// DeleteWorkflow removes the workflow; ErrNotFound. Runs and schedules
-	// naming it are left alone.
-	DeleteWorkflow(ctx context.Context, id string) error
-	// ListWorkflows returns every workflow (only the published ones when
-	// publishedOnly), by name (byte order), then id.
-	ListWorkflows(ctx context.Context, publishedOnly bool) ([]Workflow, error)
-}
-
 // Schedule fires a workflow run at intervals, or once after a delay.
 // Policy (minimum interval, how many may be active, expiry) is the
 // runtime's; the store keeps what it is given.
@@ -65,21 +43,4 @@ type Schedule struct {
 	// LastErrorAt when; a successful firing clears both.
 	LastError   string    `json:"lastError,omitempty"`
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
-}
-
-// Schedules stores schedules.
-type Schedules interface {
-	// CreateSchedule stores s; ErrExists when the id is taken. CreatedAt
-	// is set by the store when zero.
-	CreateSchedule(ctx context.Context, s Schedule) (Schedule, error)
-	// GetSchedule returns the schedule; ErrNotFound.
-	GetSchedule(ctx context.Context, id string) (Schedule, error)
-	// UpdateSchedule replaces every field but ID and CreatedAt;
-	// ErrNotFound.
-	UpdateSchedule(ctx context.Context, s Schedule) error
-	// DeleteSchedule removes the schedule; ErrNotFound.
-	DeleteSchedule(ctx context.Context, id string) error
-	// ListSchedules returns every schedule (only the active ones when
-	// activeOnly), soonest NextRunAt first, then by id.
-	ListSchedules(ctx context.Context, activeOnly bool) ([]Schedule, error)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/schedule"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/task"
@@ -16,7 +17,7 @@ import (
 // package.
 type (
 	Task            = task.Task
-	Schedule        = store.Schedule
+	Schedule        = record.Schedule
 	ScheduleRequest = schedule.Request
 )
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
@@ -38,20 +39,20 @@ type crashStore struct {
 
 func (c *crashStore) down(bool) bool { return c.crashed.Load() }
 
-func (c *crashStore) AppendEvents(ctx context.Context, id string, evs ...store.Event) ([]store.Event, error) {
+func (c *crashStore) AppendEvents(ctx context.Context, id string, evs ...event.Event) ([]event.Event, error) {
 	if c.down(true) {
 		return nil, errGone
 	}
 	return c.DB.AppendEvents(ctx, id, evs...)
 }
 
-func (c *crashStore) AppendEventBatches(ctx context.Context, b []store.EventBatch) ([][]store.Event, []error) {
+func (c *crashStore) AppendEventBatches(ctx context.Context, b []store.EventBatch) ([][]event.Event, []error) {
 	if c.down(true) {
 		errs := make([]error, len(b))
 		for i := range errs {
 			errs[i] = errGone
 		}
-		return make([][]store.Event, len(b)), errs
+		return make([][]event.Event, len(b)), errs
 	}
 	return c.DB.AppendEventBatches(ctx, b)
 }
@@ -76,8 +77,8 @@ func (c *crashStore) ReplaceMessages(ctx context.Context, id string, msgs []llm.
 
 // next reads from r until an event of type want.
 func next(t *testing.T, ctx context.Context, r interface {
-	Next(context.Context) (store.Event, error)
-}, want string) store.Event {
+	Next(context.Context) (event.Event, error)
+}, want string) event.Event {
 	t.Helper()
 	for {
 		ev, err := r.Next(ctx)
@@ -147,7 +148,7 @@ func TestCrashEndsTheTurnAndKeepsTheMessages(t *testing.T) {
 			r := rt.Subscribe(s.ID, first-1)
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			var seen []store.Event
+			var seen []event.Event
 			for {
 				ev, err := r.Next(rctx)
 				if err != nil {
@@ -465,7 +466,7 @@ func TestRewindBusy(t *testing.T) {
 	}
 }
 
-func readTurnUntil(t *testing.T, rt *runtime.Runtime, id string, after int64, want string) store.Event {
+func readTurnUntil(t *testing.T, rt *runtime.Runtime, id string, after int64, want string) event.Event {
 	t.Helper()
 	r := rt.Subscribe(id, after)
 	defer r.Close()

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -37,8 +38,8 @@ type Permissions = policy.Permissions
 
 // AuditEntry and AuditQuery are the audit trail's types.
 type (
-	AuditEntry = store.AuditEntry
-	AuditQuery = store.AuditQuery
+	AuditEntry = record.AuditEntry
+	AuditQuery = record.AuditQuery
 )
 
 // sessionPolicy is a session's own permissions, layered on the server's.
@@ -309,7 +310,7 @@ func (rt *Runtime) approver(l *live) agent.ApproveFunc {
 		rt.fireHook(hook.Notification, l.id, func(in *hook.Input) {
 			in.Message, in.Level, in.ToolName = msg, "info", req.ToolName
 		})
-		return rt.ask(ctx, l, "permission_request", func(id string) any {
+		return rt.ask(ctx, l, event.PermissionRequest, func(id string) any {
 			return PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason}
 		})
 	}
@@ -318,7 +319,7 @@ func (rt *Runtime) approver(l *live) agent.ApproveFunc {
 // checkpointer confirms irreversible calls through a checkpoint event.
 func (rt *Runtime) checkpointer(l *live) policy.Checkpoint {
 	return func(ctx context.Context, req policy.CheckpointRequest) bool {
-		d := rt.ask(ctx, l, "checkpoint", func(id string) any {
+		d := rt.ask(ctx, l, event.Checkpoint, func(id string) any {
 			return CheckpointData{ID: id, ToolCallID: req.ToolCallID, ToolName: req.ToolName, Input: req.Input, Message: req.Message}
 		})
 		return d.Allow
@@ -331,7 +332,7 @@ func (rt *Runtime) ask(ctx context.Context, l *live, typ string, payload func(id
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	prefix := "perm_"
-	if typ == "checkpoint" {
+	if typ == event.Checkpoint {
 		prefix = "ckpt_"
 	}
 	p := &permRequest{id: prefix + hex.EncodeToString(b[:]), answer: make(chan agent.Decision, 1)}

@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // StopInterrupted is the stop_reason of a turn a crash (or kill) cut off,
 // ended when the runtime starts again.
-const StopInterrupted = "interrupted"
+const StopInterrupted = event.StopInterrupted
 
 // recoverTurns ends the work a crash cut off, before anything else runs:
 // every session the store lists with a turn started and not done gets its
@@ -41,7 +42,7 @@ func (rt *Runtime) recoverTurns(ctx context.Context) error {
 	return nil
 }
 
-func (rt *Runtime) recoverSession(ctx context.Context, ot store.OpenTurns) error {
+func (rt *Runtime) recoverSession(ctx context.Context, ot record.OpenTurns) error {
 	l, err := rt.session(ot.SessionID)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func (rt *Runtime) recoverSession(ctx context.Context, ot store.OpenTurns) error
 		}
 		for _, e := range evs {
 			switch e.Type {
-			case store.EventUserMessage:
+			case event.UserMessage:
 				var d struct {
 					Text string `json:"text"`
 				}
@@ -74,7 +75,7 @@ func (rt *Runtime) recoverSession(ctx context.Context, ot store.OpenTurns) error
 				if e.Seq > ot.Answered && e.Seq <= ot.Accepted {
 					queued = append(queued, e.Seq)
 				}
-			case store.EventMessageConsumed:
+			case event.MessageConsumed:
 				var d MessageData
 				if json.Unmarshal(e.Data, &d) == nil && d.MessageSeq == ot.Running {
 					before = d.MessagesBefore
@@ -111,7 +112,7 @@ func (rt *Runtime) recoverSession(ctx context.Context, ot store.OpenTurns) error
 		}
 	}
 	for _, seq := range queued {
-		if _, err := rt.appendTo(ctx, l, store.EventMessageDropped, MessageData{MessageSeq: seq, Reason: StopInterrupted}); err != nil {
+		if _, err := rt.appendTo(ctx, l, event.MessageDropped, MessageData{MessageSeq: seq, Reason: StopInterrupted}); err != nil {
 			return err
 		}
 	}

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/store"
 )
 
 // EventSessionRewound is the event a rewind appends: the event log itself
 // is append-only (seqs keep increasing); what a rewind cuts is the
 // conversation the model sees.
-const EventSessionRewound = "session_rewound"
+const EventSessionRewound = event.SessionRewound
 
 // RewindTo says where to cut a session's conversation back to: exactly
 // one of its fields is set.
@@ -131,7 +131,7 @@ func (rt *Runtime) lengthAt(ctx context.Context, sessionID string, at int64, n i
 		}
 		for _, e := range evs {
 			switch e.Type {
-			case store.EventMessageConsumed:
+			case event.MessageConsumed:
 				var d MessageData
 				if json.Unmarshal(e.Data, &d) == nil && d.MessagesBefore != nil {
 					keep = min(keep, *d.MessagesBefore)

@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -150,7 +151,7 @@ func (m *Runs) drive(ctx context.Context, lr *liveRun, p *prepared) {
 	var status, msg string
 	var result json.RawMessage
 	if err != nil {
-		status, msg = store.RunFailed, err.Error()
+		status, msg = record.RunFailed, err.Error()
 	} else {
 		x.pol = m.runPolicy(lr.id, p, dirs)
 		x.auto = p.caller != nil || x.pol.Mode == permission.ModeBypass
@@ -165,9 +166,9 @@ func (m *Runs) drive(ctx context.Context, lr *liveRun, p *prepared) {
 // shutdown (resumable after the restart), or cancelled.
 func (x *execution) stopped(ctx context.Context) (string, string) {
 	if errors.Is(context.Cause(ctx), errShutdown) || x.m.shutdown.Err() != nil {
-		return store.RunInterrupted, "interrupted: the server shut down; resume the run to go on"
+		return record.RunInterrupted, "interrupted: the server shut down; resume the run to go on"
 	}
-	return store.RunCancelled, "cancelled"
+	return record.RunCancelled, "cancelled"
 }
 
 func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (status, msg string, result json.RawMessage) {
@@ -183,22 +184,22 @@ func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (
 			return s, m, nil
 		}
 		if err != nil {
-			return store.RunFailed, "planning failed: " + err.Error(), nil
+			return record.RunFailed, "planning failed: " + err.Error(), nil
 		}
 		pl = &drafted
 	}
 	norm := pl.Normalize()
 	pl = &norm
-	_ = lr.update(ctx, func(r *store.Run) { r.Plan = mustJSON(pl) })
+	_ = lr.update(ctx, func(r *record.Run) { r.Plan = mustJSON(pl) })
 	x.emit(ctx, RunEventPlanReady, map[string]any{"plan": pl})
 	readOnly := p.cfg.CapabilityMode == capabilityReadOnly
 	if readOnly {
 		if ok, offending := pl.ReadOnly(x.m.lookupTool); !ok {
-			return store.RunFailed, "read-only capability mode: the plan has steps that are not read-only: " + strings.Join(offending, "; "), nil
+			return record.RunFailed, "read-only capability mode: the plan has steps that are not read-only: " + strings.Join(offending, "; "), nil
 		}
 	}
 	if p.approve || p.review != "" {
-		_ = lr.update(ctx, func(r *store.Run) { r.Status = store.RunAwaitingApproval })
+		_ = lr.update(ctx, func(r *record.Run) { r.Status = record.RunAwaitingApproval })
 		reason := p.review
 		if reason == "" {
 			reason = "review"
@@ -212,11 +213,11 @@ func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (
 		}
 		if edited != nil {
 			pl = edited
-			_ = lr.update(ctx, func(r *store.Run) { r.Plan = mustJSON(pl) })
+			_ = lr.update(ctx, func(r *record.Run) { r.Plan = mustJSON(pl) })
 			x.emit(ctx, RunEventPlanReady, map[string]any{"plan": pl, "edited": true})
 		}
 	}
-	_ = lr.update(ctx, func(r *store.Run) { r.Status = store.RunRunning })
+	_ = lr.update(ctx, func(r *record.Run) { r.Status = record.RunRunning })
 	maxPar := x.m.cfg.MaxParallel
 	if c := p.cfg.MaxParallel; c > 0 && (maxPar == 0 || c < maxPar) {
 		maxPar = c
@@ -237,13 +238,13 @@ func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (
 		return s, m, nil
 	}
 	if err != nil {
-		return store.RunFailed, err.Error(), nil
+		return record.RunFailed, err.Error(), nil
 	}
 	stored := make([]StepResult, 0, len(results))
 	for _, r := range results {
 		stored = append(stored, StepResult{StepID: r.ID, Index: r.Index, Status: string(r.Status), Result: r.Result})
 	}
-	return store.RunCompleted, "", finalResult(mustJSON(pl), stored)
+	return record.RunCompleted, "", finalResult(mustJSON(pl), stored)
 }
 
 // completed returns the results a replay reuses, by step id.
@@ -301,7 +302,7 @@ func (x *execution) draft(ctx context.Context) (plan.Plan, error) {
 		b, _ := json.Marshal(map[string]string{"text": text})
 		// Published, not awaited: tokens are many and small, and the
 		// event log keeps their order with what follows.
-		if _, err := m.elog.Publish(context.WithoutCancel(ctx), x.lr.id, store.Event{Type: RunEventPlanToken, Data: b}); err != nil {
+		if _, err := m.elog.Publish(context.WithoutCancel(ctx), x.lr.id, event.Event{Type: RunEventPlanToken, Data: b}); err != nil {
 			m.log.Error("appending a run event failed", "run", x.lr.id, "type", RunEventPlanToken, "error", err)
 		}
 	}
@@ -373,7 +374,7 @@ func (x *execution) approveStep(ctx context.Context, i int, s plan.Step, args js
 
 func (x *execution) onStart(i int, s plan.Step, args json.RawMessage) {
 	ctx := context.Background()
-	if err := x.m.cfg.Runs.PutStepResult(ctx, store.StepResult{RunID: x.lr.id, StepID: s.ID, Index: i, Status: store.StepRunning, StartedAt: time.Now()}); err != nil {
+	if err := x.m.cfg.Runs.PutStepResult(ctx, record.StepResult{RunID: x.lr.id, StepID: s.ID, Index: i, Status: record.StepRunning, StartedAt: time.Now()}); err != nil {
 		x.m.log.Error("saving a step failed", "run", x.lr.id, "step", s.ID, "error", err)
 	}
 	x.emit(ctx, RunEventStepStart, stepInfo{Index: i, StepID: s.ID, Description: s.Description, Tool: s.Tool, Args: x.redactJSON(args)})
@@ -382,7 +383,7 @@ func (x *execution) onStart(i int, s plan.Step, args json.RawMessage) {
 func (x *execution) onDone(r plan.StepResult) {
 	ctx := context.Background()
 	if !r.Reused {
-		sr := store.StepResult{RunID: x.lr.id, StepID: r.ID, Index: r.Index, Status: string(r.Status), Result: r.Result,
+		sr := record.StepResult{RunID: x.lr.id, StepID: r.ID, Index: r.Index, Status: string(r.Status), Result: r.Result,
 			Error: r.Err, StartedAt: r.Started, FinishedAt: r.Finished}
 		if err := x.m.cfg.Runs.PutStepResult(ctx, sr); err != nil {
 			x.m.log.Error("saving a step failed", "run", x.lr.id, "step", r.ID, "error", err)
@@ -484,23 +485,23 @@ func (m *Runs) finish(lr *liveRun, pol *policy.Policy, status, msg string, resul
 	lr.finishing = true
 	lr.mu.Unlock()
 	ctx := context.Background()
-	_ = lr.update(ctx, func(r *store.Run) {
+	_ = lr.update(ctx, func(r *record.Run) {
 		r.Status = status
 		r.Error = msg
-		if status == store.RunCompleted {
+		if status == record.RunCompleted {
 			r.Summary = summarize(result)
 		}
 	})
 	typ, data := RunEventError, any(map[string]string{"message": msg})
 	switch status {
-	case store.RunCompleted:
+	case record.RunCompleted:
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}
 		typ, data = RunEventComplete, map[string]any{"result": result, "summary": summarize(result)}
-	case store.RunCancelled:
+	case record.RunCancelled:
 		typ = RunEventCancelled
-	case store.RunInterrupted:
+	case record.RunInterrupted:
 		typ = RunEventInterrupted
 	}
 	if _, err := m.emit(ctx, lr.id, typ, data); err != nil {
@@ -520,7 +521,7 @@ func (m *Runs) runHook(pol *policy.Policy, runID, status, msg string, result jso
 		return
 	}
 	ev := hook.RunComplete
-	if status != store.RunCompleted {
+	if status != record.RunCompleted {
 		ev = hook.RunError
 	}
 	if !pol.Hooks.Has(ev) {

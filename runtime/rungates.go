@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/plan"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // liveRun is the in-memory state of a run attempt in progress: its
@@ -24,7 +24,7 @@ type liveRun struct {
 	saveMu sync.Mutex
 
 	mu        sync.Mutex
-	run       store.Run
+	run       record.Run
 	finishing bool
 	// pending, env and readOnly check the plan at approval: an edited one,
 	// or the pending one, which may have gone stale (a replayed plan whose
@@ -55,7 +55,7 @@ type decision struct {
 }
 
 // update changes the run record and stores it.
-func (lr *liveRun) update(ctx context.Context, change func(*store.Run)) error {
+func (lr *liveRun) update(ctx context.Context, change func(*record.Run)) error {
 	lr.saveMu.Lock()
 	defer lr.saveMu.Unlock()
 	lr.mu.Lock()
@@ -136,14 +136,14 @@ func (lr *liveRun) closeStep(id string) {
 // open and as running otherwise. The status is computed from the gates
 // when the write is made, so the last write always matches them.
 func (lr *liveRun) syncGateStatus(ctx context.Context) {
-	_ = lr.update(ctx, func(r *store.Run) {
-		if r.Status != store.RunRunning && r.Status != store.RunAwaitingApproval {
+	_ = lr.update(ctx, func(r *record.Run) {
+		if r.Status != record.RunRunning && r.Status != record.RunAwaitingApproval {
 			return
 		}
 		if len(lr.stepGates) > 0 {
-			r.Status = store.RunAwaitingApproval
+			r.Status = record.RunAwaitingApproval
 		} else {
-			r.Status = store.RunRunning
+			r.Status = record.RunRunning
 		}
 	})
 }

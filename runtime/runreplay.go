@@ -7,7 +7,7 @@ import (
 
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy/permission"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // Replays: resume, fork and rewind start a run again from what the store
@@ -17,7 +17,7 @@ import (
 // posture weaker than the one the run was created under.
 
 // fromStored rebuilds a run's request from its record.
-func (m *Runs) fromStored(r store.Run) (*prepared, error) {
+func (m *Runs) fromStored(r record.Run) (*prepared, error) {
 	p := &prepared{run: r, approve: true}
 	if len(r.Config) > 0 {
 		if err := json.Unmarshal(r.Config, &p.cfg); err != nil {
@@ -53,7 +53,7 @@ func (m *Runs) fromStored(r store.Run) (*prepared, error) {
 
 // checkPosture refuses a replay when the mode it would run in now allows
 // more than the mode the run was created under.
-func (m *Runs) checkPosture(r store.Run, cfg RunConfig) error {
+func (m *Runs) checkPosture(r record.Run, cfg RunConfig) error {
 	var rec posture
 	if len(r.Posture) > 0 {
 		if err := json.Unmarshal(r.Posture, &rec); err != nil {
@@ -73,7 +73,7 @@ func (m *Runs) checkPosture(r store.Run, cfg RunConfig) error {
 
 // reusable keeps the step results for which keep holds and returns them
 // by step id.
-func (m *Runs) reusable(ctx context.Context, id string, keep func(store.StepResult) bool) (map[string]json.RawMessage, error) {
+func (m *Runs) reusable(ctx context.Context, id string, keep func(record.StepResult) bool) (map[string]json.RawMessage, error) {
 	if err := m.cfg.Runs.DeleteStepResults(ctx, id, keep); err != nil {
 		return nil, err
 	}
@@ -101,13 +101,13 @@ func (m *Runs) ResumeRun(ctx context.Context, id string) (Run, error) {
 		return Run{}, err
 	}
 	switch r.Status {
-	case store.RunFailed, store.RunCancelled, store.RunInterrupted:
-	case store.RunCompleted:
+	case record.RunFailed, record.RunCancelled, record.RunInterrupted:
+	case record.RunCompleted:
 		return Run{}, &ConflictError{Msg: fmt.Sprintf("run %q completed; fork or rewind it to run it again", id)}
 	default:
 		return Run{}, &ConflictError{Msg: fmt.Sprintf("run %q is %s; only failed, cancelled or interrupted runs can be resumed", id, r.Status)}
 	}
-	return m.replayInPlace(ctx, r, "resume", func(s store.StepResult) bool { return s.Status == store.StepCompleted })
+	return m.replayInPlace(ctx, r, "resume", func(s record.StepResult) bool { return s.Status == record.StepCompleted })
 }
 
 // RewindRun keeps the results of the first keepSteps steps (those that
@@ -134,12 +134,12 @@ func (m *Runs) RewindRun(ctx context.Context, id string, keepSteps int) (Run, er
 	if keepSteps < 0 || keepSteps > len(pl.Steps) {
 		return Run{}, &InvalidError{fmt.Errorf("keepSteps must be from 0 to %d (the plan's steps)", len(pl.Steps))}
 	}
-	return m.replayInPlace(ctx, r, "rewind", func(s store.StepResult) bool {
-		return s.Index < keepSteps && s.Status == store.StepCompleted
+	return m.replayInPlace(ctx, r, "rewind", func(s record.StepResult) bool {
+		return s.Index < keepSteps && s.Status == record.StepCompleted
 	})
 }
 
-func (m *Runs) replayInPlace(ctx context.Context, r store.Run, how string, keep func(store.StepResult) bool) (Run, error) {
+func (m *Runs) replayInPlace(ctx context.Context, r record.Run, how string, keep func(record.StepResult) bool) (Run, error) {
 	p, err := m.fromStored(r)
 	if err != nil {
 		return Run{}, err
@@ -151,7 +151,7 @@ func (m *Runs) replayInPlace(ctx context.Context, r store.Run, how string, keep 
 		return Run{}, err
 	}
 	p.review = how
-	r.Status, r.Error, r.Summary = store.RunPlanning, "", ""
+	r.Status, r.Error, r.Summary = record.RunPlanning, "", ""
 	if err := m.cfg.Runs.UpdateRun(ctx, r); err != nil {
 		return Run{}, err
 	}
@@ -179,7 +179,7 @@ func (m *Runs) ForkRun(ctx context.Context, id string) (Run, error) {
 	if err := m.checkPosture(r, p.cfg); err != nil {
 		return Run{}, err
 	}
-	p.run = store.Run{Goal: r.Goal, WorkflowID: r.WorkflowID, ParentID: r.ID}
+	p.run = record.Run{Goal: r.Goal, WorkflowID: r.WorkflowID, ParentID: r.ID}
 	p.review = "fork"
 	return m.launch(ctx, p)
 }

@@ -16,11 +16,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/workflow"
@@ -28,11 +30,11 @@ import (
 
 // The run and workflow types front doors see (see Event and Session).
 type (
-	Run             = store.Run
-	RunQuery        = store.RunQuery
-	RunPage         = store.RunPage
-	StepResult      = store.StepResult
-	Workflow        = store.Workflow
+	Run             = record.Run
+	RunQuery        = record.RunQuery
+	RunPage         = record.RunPage
+	StepResult      = record.StepResult
+	Workflow        = record.Workflow
 	Plan            = plan.Plan
 	PlanStep        = plan.Step
 	ValidationError = plan.ValidationError
@@ -41,31 +43,31 @@ type (
 
 // Run statuses (store's).
 const (
-	RunPlanning         = store.RunPlanning
-	RunAwaitingApproval = store.RunAwaitingApproval
-	RunRunning          = store.RunRunning
-	RunCompleted        = store.RunCompleted
-	RunFailed           = store.RunFailed
-	RunCancelled        = store.RunCancelled
-	RunInterrupted      = store.RunInterrupted
+	RunPlanning         = record.RunPlanning
+	RunAwaitingApproval = record.RunAwaitingApproval
+	RunRunning          = record.RunRunning
+	RunCompleted        = record.RunCompleted
+	RunFailed           = record.RunFailed
+	RunCancelled        = record.RunCancelled
+	RunInterrupted      = record.RunInterrupted
 )
 
 // Run event types (seed 001's, plus what weft adds: permission_request and
 // checkpoint as for sessions; cancelled, interrupted and resumed).
 const (
-	RunEventPlanToken    = "plan_token"
-	RunEventPlanReady    = "plan_ready"
-	RunEventPlanApproval = "plan_approval_requested"
-	RunEventStepStart    = "step_start"
-	RunEventStepComplete = "step_complete"
-	RunEventStepApproval = "step_approval_requested"
-	RunEventPermission   = "permission_request"
-	RunEventCheckpoint   = "checkpoint"
-	RunEventComplete     = "complete"
-	RunEventError        = "error"
-	RunEventCancelled    = "cancelled"
-	RunEventInterrupted  = "interrupted"
-	RunEventResumed      = "resumed"
+	RunEventPlanToken    = event.RunPlanToken
+	RunEventPlanReady    = event.RunPlanReady
+	RunEventPlanApproval = event.RunPlanApproval
+	RunEventStepStart    = event.RunStepStart
+	RunEventStepComplete = event.RunStepComplete
+	RunEventStepApproval = event.RunStepApproval
+	RunEventPermission   = event.RunPermission
+	RunEventCheckpoint   = event.RunCheckpoint
+	RunEventComplete     = event.RunComplete
+	RunEventError        = event.RunError
+	RunEventCancelled    = event.RunCancelled
+	RunEventInterrupted  = event.RunInterrupted
+	RunEventResumed      = event.RunResumed
 )
 
 const (
@@ -97,7 +99,7 @@ var (
 	// one named).
 	ErrNoGate = errors.New("the run is not waiting for approval")
 	// ErrConflict: a workflow update lost to another (its revision moved).
-	ErrConflict = store.ErrConflict
+	ErrConflict = record.ErrConflict
 )
 
 // ConflictError is a request that does not fit the run's or workflow's
@@ -380,51 +382,24 @@ func (m *Runs) Shutdown(ctx context.Context) error {
 	return m.elog.FlushAll(ctx)
 }
 
-// runEventStore gives the event log the runs' events, with a run's last
-// seq where it expects a session's.
-type runEventStore struct{ runs store.Runs }
-
-// batchRunEventStore is a runEventStore whose store appends many runs'
-// events at once (store.BatchEvents), so that the event log's persist
-// rounds of runs, like those of sessions, are one store call.
-type batchRunEventStore struct {
-	runEventStore
-	store.BatchEvents
-}
-
+// newRunEventStore gives the event log the runs' events, with a run's
+// last seq from its header.
 func newRunEventStore(runs store.Runs) eventlog.Store {
-	s := runEventStore{runs}
-	if b, ok := runs.RunEvents().(store.BatchEvents); ok {
-		return batchRunEventStore{s, b}
-	}
-	return s
-}
-
-func (s runEventStore) AppendEvents(ctx context.Context, id string, evs ...store.Event) ([]store.Event, error) {
-	return s.runs.RunEvents().AppendEvents(ctx, id, evs...)
-}
-
-func (s runEventStore) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.Event, error) {
-	return s.runs.RunEvents().ReadEvents(ctx, id, after, limit)
-}
-
-func (s runEventStore) GetSession(ctx context.Context, id string) (store.Session, error) {
-	r, err := s.runs.GetRun(ctx, id)
-	if err != nil {
-		return store.Session{}, err
-	}
-	return store.Session{ID: r.ID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LastSeq: r.LastSeq}, nil
+	return eventlog.WithLastSeq(runs.RunEvents(), func(ctx context.Context, id string) (int64, error) {
+		r, err := runs.GetRun(ctx, id)
+		return r.LastSeq, err
+	})
 }
 
 // emit appends one run event and waits until it is stored.
-func (m *Runs) emit(ctx context.Context, runID, typ string, data any) (store.Event, error) {
+func (m *Runs) emit(ctx context.Context, runID, typ string, data any) (event.Event, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
-		return store.Event{}, err
+		return event.Event{}, err
 	}
-	evs, err := m.elog.Append(context.WithoutCancel(ctx), runID, store.Event{Type: typ, Data: b})
+	evs, err := m.elog.Append(context.WithoutCancel(ctx), runID, event.Event{Type: typ, Data: b})
 	if err != nil {
-		return store.Event{}, err
+		return event.Event{}, err
 	}
 	return evs[0], nil
 }
@@ -492,7 +467,7 @@ func randHex(n int) string {
 
 // prepared is a validated run request, ready to store and start.
 type prepared struct {
-	run      store.Run
+	run      record.Run
 	cfg      RunConfig
 	plan     *plan.Plan
 	grants   []FileGrant
@@ -546,7 +521,7 @@ func (m *Runs) prepare(req RunRequest, batchMode string) (*prepared, error) {
 		norm := req.Workflow.Normalize()
 		p.plan = &norm
 	}
-	p.run = store.Run{Goal: req.Goal}
+	p.run = record.Run{Goal: req.Goal}
 	return p, nil
 }
 
@@ -724,7 +699,7 @@ func (m *Runs) launch(ctx context.Context, p *prepared) (Run, error) {
 	if r.ID == "" {
 		r.ID = NewRunID()
 	}
-	r.Status = store.RunPlanning
+	r.Status = record.RunPlanning
 	r.Config = mustJSON(p.cfg)
 	if len(p.inputs) > 0 {
 		r.Inputs = mustJSON(p.inputs)
@@ -746,7 +721,7 @@ func (m *Runs) launch(ctx context.Context, p *prepared) (Run, error) {
 	}
 	p.run = stored
 	if err := m.start(p); err != nil {
-		stored.Status, stored.Error = store.RunFailed, err.Error()
+		stored.Status, stored.Error = record.RunFailed, err.Error()
 		_ = m.cfg.Runs.UpdateRun(context.WithoutCancel(ctx), stored)
 		return Run{}, err
 	}
@@ -765,7 +740,7 @@ func mustJSON(v any) json.RawMessage {
 // ListRuns pages through runs, newest first; q.Q filters by goal, summary
 // and error.
 func (m *Runs) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
-	if q.Status != "" && !store.ValidRunStatus(q.Status) {
+	if q.Status != "" && !record.ValidRunStatus(q.Status) {
 		return RunPage{}, &InvalidError{fmt.Errorf("status %q: want planning, awaiting_approval, running, completed, failed, cancelled or interrupted", q.Status)}
 	}
 	return m.cfg.Runs.ListRuns(ctx, q)
@@ -783,11 +758,11 @@ func (m *Runs) GetRun(ctx context.Context, id string) (RunDetail, error) {
 		return RunDetail{}, err
 	}
 	d := RunDetail{Run: r, Steps: steps}
-	if r.Status == store.RunCompleted {
+	if r.Status == record.RunCompleted {
 		d.Result = finalResult(r.Plan, steps)
 	}
 	if m.cfg.Audits != nil {
-		entries, err := m.cfg.Audits.ListAudit(ctx, store.AuditQuery{SessionID: id, Limit: runAuditLimit})
+		entries, err := m.cfg.Audits.ListAudit(ctx, record.AuditQuery{SessionID: id, Limit: runAuditLimit})
 		if err != nil {
 			return RunDetail{}, err
 		}
@@ -812,7 +787,7 @@ func finalResult(rawPlan json.RawMessage, steps []StepResult) json.RawMessage {
 	}
 	byID := make(map[string]json.RawMessage, len(steps))
 	for _, s := range steps {
-		if s.Status == store.StepCompleted {
+		if s.Status == record.StepCompleted {
 			byID[s.StepID] = s.Result
 		}
 	}
@@ -952,7 +927,7 @@ func (m *Runs) RunResult(ctx context.Context, runID string) (json.RawMessage, er
 	if err != nil {
 		return nil, err
 	}
-	if r.Status != store.RunCompleted {
+	if r.Status != record.RunCompleted {
 		return json.RawMessage("null"), nil
 	}
 	steps, err := m.cfg.Runs.StepResults(ctx, runID)
@@ -964,7 +939,7 @@ func (m *Runs) RunResult(ctx context.Context, runID string) (json.RawMessage, er
 
 func finalStatus(s string) bool {
 	switch s {
-	case store.RunCompleted, store.RunFailed, store.RunCancelled, store.RunInterrupted:
+	case record.RunCompleted, record.RunFailed, record.RunCancelled, record.RunInterrupted:
 		return true
 	}
 	return false

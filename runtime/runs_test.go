@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -123,13 +123,13 @@ func (e *runEnv) echoed() []string {
 }
 
 // readRun reads the run's events after `after` until one of type until.
-func readRun(t *testing.T, m *runtime.Runs, id string, after int64, until string) []store.Event {
+func readRun(t *testing.T, m *runtime.Runs, id string, after int64, until string) []event.Event {
 	t.Helper()
 	r := m.Subscribe(id, after)
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var evs []store.Event
+	var evs []event.Event
 	for {
 		ev, err := r.Next(ctx)
 		if err != nil {
@@ -142,7 +142,7 @@ func readRun(t *testing.T, m *runtime.Runs, id string, after int64, until string
 	}
 }
 
-func runTypes(evs []store.Event) string {
+func runTypes(evs []event.Event) string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type

@@ -19,37 +19,39 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
 
 // Errors front doors map onto statuses (errors.Is).
 var (
-	ErrNotFound = store.ErrNotFound // unknown session or permission request
-	ErrExists   = store.ErrExists   // session id taken
+	ErrNotFound = record.ErrNotFound // unknown session or permission request
+	ErrExists   = record.ErrExists   // session id taken
 	ErrAnswered = errors.New("permission request already answered")
 	ErrClosed   = errors.New("runtime is shutting down")
 	// ErrBusy: the session has a turn running or messages queued (a
 	// rewind must wait for them).
 	ErrBusy = errors.New("the session has a turn running or messages queued")
 	// ErrInvalidCursor: a list cursor this server did not hand out.
-	ErrInvalidCursor = store.ErrInvalidCursor
+	ErrInvalidCursor = record.ErrInvalidCursor
 )
 
 // The store's types front doors see, named here so that a front door
 // depends on the runtime alone and never imports the store (DESIGN.md:
 // the transport knows nothing about storage).
 type (
-	Event       = store.Event
-	Session     = store.Session
-	ListOptions = store.ListOptions
-	SessionPage = store.SessionPage
+	Event       = event.Event
+	Session     = record.Session
+	ListOptions = record.ListOptions
+	SessionPage = record.SessionPage
 )
 
 // DefaultPermissionTimeout is how long a permission request waits for an
@@ -228,7 +230,7 @@ func New(cfg Config) (*Runtime, error) {
 	if base.Mode == "" {
 		base.Mode = permission.ModeDefault
 	}
-	rt := &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
+	rt := &Runtime{cfg: cfg, log: log, elog: eventlog.New(sessionEvents(cfg.Store), eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, now: time.Now, base: &base, hooks: base.Hooks, secrets: base.Secrets}
 	rt.lastSweep = rt.now()
 	if err := rt.recoverTurns(context.Background()); err != nil {
@@ -246,11 +248,11 @@ func NewSessionID() string {
 }
 
 // CreateSession stores a new session; id "" generates one.
-func (rt *Runtime) CreateSession(ctx context.Context, id string) (store.Session, error) {
+func (rt *Runtime) CreateSession(ctx context.Context, id string) (record.Session, error) {
 	if id == "" {
 		id = NewSessionID()
 	}
-	sess, err := rt.cfg.Store.CreateSession(ctx, store.Session{ID: id})
+	sess, err := rt.cfg.Store.CreateSession(ctx, record.Session{ID: id})
 	if err == nil {
 		rt.fireHook(hook.SessionStart, id, func(in *hook.Input) { in.Extra = map[string]any{"source": "startup"} })
 	}
@@ -258,7 +260,7 @@ func (rt *Runtime) CreateSession(ctx context.Context, id string) (store.Session,
 }
 
 // GetSession returns a session's header.
-func (rt *Runtime) GetSession(ctx context.Context, id string) (store.Session, error) {
+func (rt *Runtime) GetSession(ctx context.Context, id string) (record.Session, error) {
 	sess, err := rt.cfg.Store.GetSession(ctx, id)
 	if err == nil {
 		// Readers see only stored events, so the store's last seq is
@@ -270,7 +272,7 @@ func (rt *Runtime) GetSession(ctx context.Context, id string) (store.Session, er
 }
 
 // ListSessions pages through sessions.
-func (rt *Runtime) ListSessions(ctx context.Context, opt store.ListOptions) (store.SessionPage, error) {
+func (rt *Runtime) ListSessions(ctx context.Context, opt record.ListOptions) (record.SessionPage, error) {
 	return rt.cfg.Store.ListSessions(ctx, opt)
 }
 
@@ -351,7 +353,7 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 	defer rt.release(l)
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
-	evs, err := rt.appendTo(ctx, l, store.EventUserMessage, map[string]any{"text": rt.redact(text)})
+	evs, err := rt.appendTo(ctx, l, event.UserMessage, map[string]any{"text": rt.redact(text)})
 	if err != nil {
 		if errors.Is(err, eventlog.ErrSessionClosed) {
 			return 0, ErrNotFound // deleted meanwhile
@@ -403,7 +405,7 @@ func (rt *Runtime) Cancel(sessionID string) bool {
 // dropped records queued messages that will never run.
 func (rt *Runtime) dropped(l *live, qs []queued, reason string) {
 	for _, q := range qs {
-		if _, err := rt.appendTo(context.Background(), l, store.EventMessageDropped, MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
+		if _, err := rt.appendTo(context.Background(), l, event.MessageDropped, MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
 			rt.log.Error("recording a dropped message failed", "session", l.id, "error", err)
 		}
 	}
@@ -576,10 +578,19 @@ func (l *live) rememberAnswered(id string) {
 
 // appendTo appends one event of the session's incarnation l and waits
 // until it is stored.
-func (rt *Runtime) appendTo(ctx context.Context, l *live, typ string, data any) ([]store.Event, error) {
+func (rt *Runtime) appendTo(ctx context.Context, l *live, typ string, data any) ([]event.Event, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return nil, err
 	}
-	return l.w.Append(ctx, store.Event{Type: typ, Data: b})
+	return l.w.Append(ctx, event.Event{Type: typ, Data: b})
+}
+
+// sessionEvents is the store's session event log as the event log reads
+// it: a session's last seq is in its header.
+func sessionEvents(st store.Store) eventlog.Store {
+	return eventlog.WithLastSeq(st, func(ctx context.Context, id string) (int64, error) {
+		s, err := st.GetSession(ctx, id)
+		return s.LastSeq, err
+	})
 }

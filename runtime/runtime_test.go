@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/weft-run/weft/policy"
-	"github.com/weft-run/weft/policy/permission"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/permission"
 
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
@@ -63,13 +65,13 @@ func setup(t *testing.T, path string, p *llmtest.Scripted, mode string, ran *[]s
 }
 
 // readTurn reads events after `after` until a done event.
-func readTurn(t *testing.T, rt *runtime.Runtime, id string, after int64, onEvent func(store.Event)) []store.Event {
+func readTurn(t *testing.T, rt *runtime.Runtime, id string, after int64, onEvent func(event.Event)) []event.Event {
 	t.Helper()
 	r := rt.Subscribe(id, after)
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var evs []store.Event
+	var evs []event.Event
 	for {
 		ev, err := r.Next(ctx)
 		if err != nil {
@@ -85,7 +87,7 @@ func readTurn(t *testing.T, rt *runtime.Runtime, id string, after int64, onEvent
 	}
 }
 
-func types(evs []store.Event) []string {
+func types(evs []event.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -164,7 +166,7 @@ func TestPermissionFlow(t *testing.T) {
 				t.Fatal(err)
 			}
 			var reqID string
-			evs := readTurn(t, rt, s.ID, seq-1, func(e store.Event) {
+			evs := readTurn(t, rt, s.ID, seq-1, func(e event.Event) {
 				if e.Type != "permission_request" {
 					return
 				}
@@ -235,7 +237,7 @@ func TestQueueCancelAndErrors(t *testing.T) {
 	if !rt.Cancel(s.ID) {
 		t.Fatal("Cancel found no running turn")
 	}
-	var done store.Event
+	var done event.Event
 	for {
 		ev, err := r.Next(rctx)
 		if err != nil {
@@ -336,7 +338,7 @@ func TestQueuedMessagesAreMarked(t *testing.T) {
 	defer r.Close()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	next := func(want string) store.Event {
+	next := func(want string) event.Event {
 		for {
 			ev, err := r.Next(rctx)
 			if err != nil {

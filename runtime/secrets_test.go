@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -82,7 +82,7 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 		_ = rt.Shutdown(context.Background())
 	})
 	ctx := context.Background()
-	check := func(where string, evs []store.Event) {
+	check := func(where string, evs []event.Event) {
 		t.Helper()
 		for _, e := range evs {
 			if w := secretWindow(string(e.Data), value, 5); w != "" {
@@ -98,7 +98,7 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 	if _, err := rt.Send(ctx, s.ID, "go", runtime.TurnOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	live := readTurn(t, rt, s.ID, 0, func(e store.Event) {
+	live := readTurn(t, rt, s.ID, 0, func(e event.Event) {
 		if e.Type == "permission_request" {
 			var req struct{ ID string }
 			_ = json.Unmarshal(e.Data, &req)
@@ -120,7 +120,7 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 	}
 	r := runs.Subscribe(run.ID, 0)
 	defer r.Close()
-	var runEvents []store.Event
+	var runEvents []event.Event
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		e, err := r.Next(rctx)

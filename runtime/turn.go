@@ -6,8 +6,8 @@ import (
 	"reflect"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -59,7 +59,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 		n := len(l.history)
 		consumed.MessagesBefore = &n
 	}
-	if _, err := rt.appendTo(bg, l, store.EventMessageConsumed, consumed); err != nil {
+	if _, err := rt.appendTo(bg, l, event.MessageConsumed, consumed); err != nil {
 		// A turn nobody could see, whose start is not recorded, must not
 		// run (its tools would act unseen). The message stays accepted and
 		// unanswered in the store: the next start reports it dropped.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/schedule/schedtest"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -126,7 +126,7 @@ func TestOmittedOptionalInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			end, err := e.runs.WaitRun(context.Background(), run.ID)
-			if err != nil || end.Status != store.RunCompleted {
+			if err != nil || end.Status != record.RunCompleted {
 				t.Fatalf("run ended %s %q (%v)", end.Status, end.Error, err)
 			}
 			calls := e.calls()
@@ -166,7 +166,7 @@ func TestScheduleChecksItsWorkflow(t *testing.T) {
 		{"input of the wrong type", runtime.ScheduleRequest{WorkflowID: published, Inputs: json.RawMessage(`{"pattern":7}`), IntervalSeconds: 60}, new(*runtime.InputsError), `"pattern" must be string`},
 	} {
 		_, err := bg.Schedules.Create(ctx, tc.req)
-		if err == nil || !errors.As(err, tc.target) || !strings.Contains(err.Error(), tc.want) || errors.Is(err, store.ErrNotFound) {
+		if err == nil || !errors.As(err, tc.target) || !strings.Contains(err.Error(), tc.want) || errors.Is(err, record.ErrNotFound) {
 			t.Errorf("%s: Create = %v, want a %T with %q", tc.name, err, tc.target, tc.want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/workflow"
@@ -60,7 +61,7 @@ func (m *Runs) workflows() (store.Workflows, error) {
 }
 
 // apply copies in onto w (only the fields in sets).
-func apply(w *store.Workflow, in WorkflowInput) {
+func apply(w *record.Workflow, in WorkflowInput) {
 	if in.Name != nil {
 		w.Name = strings.TrimSpace(*in.Name)
 	}
@@ -96,7 +97,7 @@ func nullToNil(b json.RawMessage) json.RawMessage {
 // (known orchestratable tools, at most 64 steps, {{inputs.x}} only for
 // declared inputs, "@file:x" only for declared inputs), and a canvas that
 // is JSON.
-func (m *Runs) checkWorkflow(w store.Workflow) (plan.Plan, error) {
+func (m *Runs) checkWorkflow(w record.Workflow) (plan.Plan, error) {
 	if w.Name == "" {
 		return plan.Plan{}, &InvalidError{errors.New("name is required")}
 	}
@@ -147,7 +148,7 @@ func (m *Runs) CreateWorkflow(ctx context.Context, in WorkflowInput) (Workflow, 
 	if err != nil {
 		return Workflow{}, err
 	}
-	w := store.Workflow{ID: NewWorkflowID()}
+	w := record.Workflow{ID: NewWorkflowID()}
 	apply(&w, in)
 	if _, err := m.checkWorkflow(w); err != nil {
 		return Workflow{}, err
@@ -259,7 +260,7 @@ func (m *Runs) CopyWorkflow(ctx context.Context, id, name string) (Workflow, err
 
 // syncTool makes the registry match a stored workflow: its tool while it
 // is published, none otherwise.
-func (m *Runs) syncTool(w store.Workflow) error {
+func (m *Runs) syncTool(w record.Workflow) error {
 	if m.cfg.Tools == nil {
 		return nil
 	}
@@ -270,7 +271,7 @@ func (m *Runs) syncTool(w store.Workflow) error {
 	return m.registerTool(w)
 }
 
-func (m *Runs) registerTool(w store.Workflow) error {
+func (m *Runs) registerTool(w record.Workflow) error {
 	if m.cfg.Tools == nil {
 		return nil
 	}
@@ -324,7 +325,7 @@ func (m *Runs) StartWorkflow(ctx context.Context, id string, inputs json.RawMess
 func (m *Runs) prepareStart(ctx context.Context, id string, inputs json.RawMessage) (*prepared, error) {
 	w, err := m.GetWorkflow(ctx, id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return nil, fmt.Errorf("workflow %q not found: %w", id, err)
 		}
 		return nil, err
@@ -347,7 +348,7 @@ func (m *Runs) prepareStart(ctx context.Context, id string, inputs json.RawMessa
 // front door answers 400.
 func (m *Runs) CheckWorkflow(ctx context.Context, id string, inputs json.RawMessage) error {
 	_, err := m.prepareStart(ctx, id, inputs)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		// An unknown workflow makes the request wrong, not the schedule
 		// or task it is for missing.
 		return &InvalidError{fmt.Errorf("workflow %q not found", id)}
@@ -369,7 +370,7 @@ const callCancelGrace = 10 * time.Second
 func (m *Runs) CallWorkflow(ctx context.Context, id string, inputs json.RawMessage) (workflow.Outcome, error) {
 	w, err := m.GetWorkflow(ctx, id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return workflow.Outcome{}, fmt.Errorf("workflow %q no longer exists", id)
 		}
 		return workflow.Outcome{}, err
@@ -396,12 +397,12 @@ func (m *Runs) CallWorkflow(ctx context.Context, id string, inputs json.RawMessa
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callCancelGrace)
 		defer cancel()
 		if end, err = m.WaitRun(wctx, r.ID); err != nil {
-			out.Status, out.Error = store.RunCancelled, "the call was cancelled"
+			out.Status, out.Error = record.RunCancelled, "the call was cancelled"
 			return out, nil
 		}
 	}
 	out.Status, out.Error = end.Status, end.Error
-	if end.Status == store.RunCompleted {
+	if end.Status == record.RunCompleted {
 		if out.Result, err = m.RunResult(context.WithoutCancel(ctx), r.ID); err != nil {
 			return out, err
 		}
@@ -411,7 +412,7 @@ func (m *Runs) CallWorkflow(ctx context.Context, id string, inputs json.RawMessa
 
 // prepareWorkflow binds a workflow's inputs and files and validates its
 // plan for a run.
-func (m *Runs) prepareWorkflow(w store.Workflow, rawInputs json.RawMessage, grants []FileGrant, cfg *RunConfig, caller *policy.Caller) (*prepared, error) {
+func (m *Runs) prepareWorkflow(w record.Workflow, rawInputs json.RawMessage, grants []FileGrant, cfg *RunConfig, caller *policy.Caller) (*prepared, error) {
 	schema, err := schemaInputs(w.InputSchema)
 	if err != nil {
 		return nil, err
@@ -459,7 +460,7 @@ func (m *Runs) prepareWorkflow(w store.Workflow, rawInputs json.RawMessage, gran
 	norm := pl.Normalize()
 	p := &prepared{cfg: c, plan: &norm, grants: grants, inputs: inputs, schema: w.InputSchema, env: env,
 		approve: !c.autoApprove(), caller: caller}
-	p.run = store.Run{Goal: workflowGoal(w, inputs), WorkflowID: w.ID}
+	p.run = record.Run{Goal: workflowGoal(w, inputs), WorkflowID: w.ID}
 	return p, nil
 }
 
@@ -492,7 +493,7 @@ func checkLeftOutInputs(pl plan.Plan, inputs map[string]json.RawMessage) error {
 
 // workflowGoal is a workflow run's goal: its description with the inputs
 // rendered in ({{inputs.x}}), or its name.
-func workflowGoal(w store.Workflow, inputs map[string]json.RawMessage) string {
+func workflowGoal(w record.Workflow, inputs map[string]json.RawMessage) string {
 	d := strings.TrimSpace(w.Description)
 	if d == "" {
 		return "Run workflow " + w.Name

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"sync/atomic"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
-	"github.com/weft-run/weft/store"
 )
 
 // eventWriter appends one turn's events to the session's incarnation (so a
@@ -40,7 +40,7 @@ func (w *eventWriter) push(typ string, data any) {
 		return
 	}
 	// Persisting outlives a cancelled turn.
-	if _, err := w.w.Publish(context.Background(), store.Event{Type: typ, Data: b}); err != nil {
+	if _, err := w.w.Publish(context.Background(), event.Event{Type: typ, Data: b}); err != nil {
 		w.fail(typ, err)
 	}
 }
@@ -53,7 +53,7 @@ func (w *eventWriter) sync(typ string, data any) {
 		w.rt.log.Error("encoding an event failed", "session", w.id, "type", typ, "error", err)
 		return
 	}
-	if _, err := w.w.Append(context.Background(), store.Event{Type: typ, Data: b}); err != nil {
+	if _, err := w.w.Append(context.Background(), event.Event{Type: typ, Data: b}); err != nil {
 		w.fail(typ, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/runtime"
 )
@@ -196,12 +197,12 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, id string, m
 		case started:
 		case ev.Seq == msgSeq:
 			// The message itself.
-		case ev.Type == eventConsumed || ev.Type == eventDropped:
+		case ev.Type == event.MessageConsumed || ev.Type == event.MessageDropped:
 			var m runtime.MessageData
 			if json.Unmarshal(ev.Data, &m) != nil || m.MessageSeq != msgSeq {
 				continue // another message's
 			}
-			if ev.Type == eventDropped {
+			if ev.Type == event.MessageDropped {
 				_ = st.event(ev)
 				return
 			}
@@ -212,7 +213,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, id string, m
 		if st.event(ev) != nil {
 			return
 		}
-		if started && ev.Type == doneEvent {
+		if started && ev.Type == event.Done {
 			return
 		}
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -642,16 +642,16 @@ func TestResumeAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err = db.CreateRun(ctx, store.Run{ID: "run_crashed", Goal: "two steps", Status: store.RunRunning,
+	_, err = db.CreateRun(ctx, record.Run{ID: "run_crashed", Goal: "two steps", Status: record.RunRunning,
 		Plan:   rawJSON(`{"steps":[{"id":"a","tool":"echo","args":{"text":"one"}},{"id":"b","tool":"echo","args":{"text":"{{steps.a.result}} two"},"dependsOn":["a"]}]}`),
 		Config: rawJSON(`{"autoApprove":true}`), Posture: rawJSON(`{"mode":"default"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutStepResult(ctx, store.StepResult{RunID: "run_crashed", StepID: "a", Index: 0, Status: store.StepCompleted, Result: rawJSON(`"one"`)}); err != nil {
+	if err := db.PutStepResult(ctx, record.StepResult{RunID: "run_crashed", StepID: "a", Index: 0, Status: record.StepCompleted, Result: rawJSON(`"one"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutStepResult(ctx, store.StepResult{RunID: "run_crashed", StepID: "b", Index: 1, Status: store.StepRunning}); err != nil {
+	if err := db.PutStepResult(ctx, record.StepResult{RunID: "run_crashed", StepID: "b", Index: 1, Status: record.StepRunning}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

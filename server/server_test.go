@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/weft-run/weft/policy"
-	"github.com/weft-run/weft/policy/audit"
-	"github.com/weft-run/weft/policy/permission"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +14,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/audit"
+	"github.com/weft-run/weft/policy/permission"
 
 	"github.com/weft-run/weft/internal/sse"
 	"github.com/weft-run/weft/llm/llmtest"

@@ -257,10 +257,3 @@ func (s *Server) readFailed(st *sseStream, sessionID string, rd *eventlog.Reader
 		s.log.Error("reading session events failed", "session", sessionID, "position", rd.Position(), "error", err)
 	}
 }
-
-// Event types the turn streams key on (the runtime's).
-const (
-	doneEvent     = "done" // ends every turn (after "error" when it failed)
-	eventConsumed = "message_consumed"
-	eventDropped  = "message_dropped"
-)

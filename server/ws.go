@@ -87,6 +87,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/runtime"
 )
@@ -709,7 +710,7 @@ func (t *wsTranslator) take(seq int64, consumed bool) string {
 func (t *wsTranslator) fold(ev runtime.Event) {
 	seq := ev.Seq
 	switch ev.Type {
-	case "user_message":
+	case event.UserMessage:
 		var d struct {
 			Text string `json:"text"`
 		}
@@ -720,7 +721,7 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 		}
 		t.pending = append(t.pending, wsPending{seq: seq, text: d.Text})
 		return
-	case eventConsumed, eventDropped:
+	case event.MessageConsumed, event.MessageDropped:
 		// The runtime's own record of what became of a message: a turn
 		// starts on it, or it will never run (a cancel or a shutdown
 		// dropped it from the queue).
@@ -728,13 +729,13 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 		if json.Unmarshal(ev.Data, &d) != nil || d.MessageSeq <= 0 {
 			return
 		}
-		consumed := ev.Type == eventConsumed
+		consumed := ev.Type == event.MessageConsumed
 		text := t.take(d.MessageSeq, consumed)
 		if consumed {
 			t.inRun = true
-			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: eventConsumed, MessageID: d.MessageSeq, Content: text})
+			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: event.MessageConsumed, MessageID: d.MessageSeq, Content: text})
 		} else {
-			t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: eventDropped, MessageID: d.MessageSeq, Content: text, Reason: d.Reason})
+			t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: event.MessageDropped, MessageID: d.MessageSeq, Content: text, Reason: d.Reason})
 		}
 		return
 	}
@@ -784,14 +785,14 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 			return
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "ask_user", Questions: d.Payload})
-	case "permission_request":
+	case event.PermissionRequest:
 		var d runtime.PermissionRequestData
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "permission_request", ID: d.ID, ToolName: d.ToolName,
 			Input: d.Input, Message: d.Message, ToolUseID: d.ToolUse})
-	case "checkpoint":
+	case event.Checkpoint:
 		var d runtime.CheckpointData
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return
