@@ -23,7 +23,20 @@ var (
 	// must not fall back to the first page: a client paging with a
 	// corrupted cursor would silently see items twice.
 	ErrInvalidCursor = errors.New("invalid list cursor")
+	// ErrClosed: the service is shutting down and takes no new work.
+	ErrClosed = errors.New("weft is shutting down")
+	// ErrForbidden: a change the server's posture does not allow
+	// (choosing bypass when the server was not started with it).
+	ErrForbidden = errors.New("forbidden")
 )
+
+// InvalidError is a request a service refuses as malformed (a rule that
+// does not parse, a plan that does not validate); front doors map it to
+// a 400.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
 
 // Session is a stored conversation's header.
 type Session struct {

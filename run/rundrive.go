@@ -1,4 +1,4 @@
-package runtime
+package run
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func modeRank(m permission.Mode) int {
 
 // basePolicy is a copy of the policy a run starts from: its caller's (a
 // workflow called as a tool) or the server's.
-func (m *Runs) basePolicy(caller *policy.Caller) policy.Policy {
+func (m *Service) basePolicy(caller *policy.Caller) policy.Policy {
 	if caller != nil && caller.Policy != nil {
 		return *caller.Policy
 	}
@@ -58,7 +58,7 @@ func (m *Runs) basePolicy(caller *policy.Caller) policy.Policy {
 }
 
 // effectiveMode is the mode a run's steps would run in now.
-func (m *Runs) effectiveMode(cfg RunConfig, caller *policy.Caller) permission.Mode {
+func (m *Service) effectiveMode(cfg RunConfig, caller *policy.Caller) permission.Mode {
 	p := m.basePolicy(caller)
 	mode := p.Mode
 	if caller == nil && cfg.PermissionMode != "" {
@@ -71,7 +71,7 @@ func (m *Runs) effectiveMode(cfg RunConfig, caller *policy.Caller) permission.Mo
 }
 
 // runPolicy is the policy of one run attempt.
-func (m *Runs) runPolicy(runID string, p *prepared, sharedDirs []string) *policy.Policy {
+func (m *Service) runPolicy(runID string, p *prepared, sharedDirs []string) *policy.Policy {
 	pol := m.basePolicy(p.caller)
 	pol.SessionID = runID
 	if p.caller == nil && p.cfg.PermissionMode != "" {
@@ -90,7 +90,7 @@ func (m *Runs) runPolicy(runID string, p *prepared, sharedDirs []string) *policy
 }
 
 // start registers the run as live and runs its attempt in the background.
-func (m *Runs) start(p *prepared) error {
+func (m *Service) start(p *prepared) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -109,7 +109,7 @@ func (m *Runs) start(p *prepared) error {
 
 // idle waits for an attempt of the run that is finishing to be gone, and
 // fails with a *ConflictError when one is still active.
-func (m *Runs) idle(ctx context.Context, id string) error {
+func (m *Service) idle(ctx context.Context, id string) error {
 	m.mu.Lock()
 	lr := m.live[id]
 	m.mu.Unlock()
@@ -132,7 +132,7 @@ func (m *Runs) idle(ctx context.Context, id string) error {
 
 // execution is one attempt of a run.
 type execution struct {
-	m   *Runs
+	m   *Service
 	lr  *liveRun
 	p   *prepared
 	pol *policy.Policy
@@ -144,7 +144,7 @@ type execution struct {
 
 // drive runs one attempt to its end: planning, the plan gate, the steps,
 // and the final status and event, whatever happened.
-func (m *Runs) drive(ctx context.Context, lr *liveRun, p *prepared) {
+func (m *Service) drive(ctx context.Context, lr *liveRun, p *prepared) {
 	defer m.wg.Done()
 	x := &execution{m: m, lr: lr, p: p, ts: tool.NewSession()}
 	files, dirs, err := grantFiles(m.cfg.SharedDirRoot, lr.id, p.grants)
@@ -204,7 +204,10 @@ func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (
 		if reason == "" {
 			reason = "review"
 		}
-		gate := lr.openPlan(pl, p.env, readOnly)
+		gate, err := lr.openPlan(pl, p.env, readOnly)
+		if err != nil {
+			return record.RunFailed, "opening the plan's approval gate: " + err.Error(), nil
+		}
 		x.emit(ctx, RunEventPlanApproval, map[string]any{"gate": "plan", "reason": reason, "plan": pl})
 		edited, err := lr.waitPlan(ctx, gate)
 		if err != nil {
@@ -357,19 +360,18 @@ func (x *execution) approveStep(ctx context.Context, i int, s plan.Step, args js
 		return nil
 	}
 	id := s.ID // Execute runs normalised plans: every step has its id
-	ch := x.lr.openStep(id)
+	gate, err := x.lr.openStep(id)
+	if err != nil {
+		return err
+	}
 	defer func() {
-		x.lr.closeStep(id)
+		gate.Close()
 		x.lr.syncGateStatus(ctx)
 	}()
 	x.lr.syncGateStatus(ctx)
 	x.emit(ctx, RunEventStepApproval, stepInfo{Gate: "step", Index: i, StepID: id, Description: s.Description, Tool: s.Tool, Args: x.redactJSON(args)})
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	_, err = gate.Wait(ctx, 0)
+	return err
 }
 
 func (x *execution) onStart(i int, s plan.Step, args json.RawMessage) {
@@ -456,7 +458,7 @@ func (x *execution) human(s plan.Step) policy.Human {
 		}
 		msg := fmt.Sprintf("step %q: %s requests permission to run", s.ID, c.Tool)
 		d := x.lr.ask(ctx, RunEventPermission, func(id string) any {
-			return PermissionRequestData{ID: id, ToolName: c.Tool, Input: x.redactJSON(input), ToolUse: c.ToolUseID, Message: msg, Reason: reason}
+			return event.PermissionRequestData{ID: id, ToolName: c.Tool, Input: x.redactJSON(input), ToolUse: c.ToolUseID, Message: msg, Reason: reason}
 		})
 		return d.allow, d.reason
 	}
@@ -471,7 +473,7 @@ func (x *execution) checkpoint(s plan.Step) policy.Checkpoint {
 	}
 	return func(ctx context.Context, req policy.CheckpointRequest) bool {
 		d := x.lr.ask(ctx, RunEventCheckpoint, func(id string) any {
-			return CheckpointData{ID: id, ToolCallID: req.ToolCallID, ToolName: req.ToolName, Input: req.Input, Message: req.Message}
+			return event.CheckpointData{ID: id, ToolCallID: req.ToolCallID, ToolName: req.ToolName, Input: req.Input, Message: req.Message}
 		})
 		return d.allow
 	}
@@ -480,7 +482,7 @@ func (x *execution) checkpoint(s plan.Step) policy.Checkpoint {
 // finish stores the attempt's outcome, appends its terminal event (after
 // the store has the status, so a client reading the event and then the
 // run sees them agree) and lets the run go.
-func (m *Runs) finish(lr *liveRun, pol *policy.Policy, status, msg string, result json.RawMessage) {
+func (m *Service) finish(lr *liveRun, pol *policy.Policy, status, msg string, result json.RawMessage) {
 	lr.mu.Lock()
 	lr.finishing = true
 	lr.mu.Unlock()
@@ -510,13 +512,14 @@ func (m *Runs) finish(lr *liveRun, pol *policy.Policy, status, msg string, resul
 	m.runHook(pol, lr.id, status, msg, result)
 	m.mu.Lock()
 	delete(m.live, lr.id)
+	m.approvals.Close(scope(lr.id))
 	m.mu.Unlock()
 	close(lr.done)
 }
 
 // runHook tells run_complete / run_error hooks how the run ended, in the
 // background: observers never hold a run up.
-func (m *Runs) runHook(pol *policy.Policy, runID, status, msg string, result json.RawMessage) {
+func (m *Service) runHook(pol *policy.Policy, runID, status, msg string, result json.RawMessage) {
 	if pol == nil || pol.Hooks == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package runtime
+package run
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
+	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/record"
 )
@@ -32,26 +32,7 @@ type liveRun struct {
 	pending  *plan.Plan
 	env      plan.Env
 	readOnly bool
-	// planGate is set while the plan awaits approval: it receives the
-	// edited plan, or nil to run the plan as it is.
-	planGate chan *plan.Plan
-	// stepGates holds the steps waiting for approval, by step id, in the
-	// order they started waiting.
-	stepGates map[string]chan struct{}
-	gateOrder []string
-	asks      map[string]*runAsk
-	m         *Runs
-}
-
-// runAsk is a permission request or checkpoint waiting for its answer.
-type runAsk struct {
-	answer   chan decision
-	answered bool
-}
-
-type decision struct {
-	allow  bool
-	reason string
+	m        *Service
 }
 
 // update changes the run record and stores it.
@@ -69,13 +50,34 @@ func (lr *liveRun) update(ctx context.Context, change func(*record.Run)) error {
 	return nil
 }
 
+// scope is the run's scope in the approval broker: every attempt's (a
+// resumed run's answered ids stay answered).
+func scope(runID string) string { return "run/" + runID }
+
+// planKey is the plan gate's id in the run's scope.
+const planKey = "plan"
+
+// kindIs accepts only questions of the given kinds (a step id is not a
+// permission request's id, nor the other way round).
+func kindIs(kinds ...approval.Kind) func(approval.Pending) error {
+	return func(p approval.Pending) error {
+		if slices.Contains(kinds, p.Kind) {
+			return nil
+		}
+		return approval.ErrNotFound
+	}
+}
+
 func (lr *liveRun) awaiting() *Awaiting {
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	a := &Awaiting{Plan: lr.planGate != nil, Steps: slices.Clone(lr.gateOrder)}
-	for id, q := range lr.asks {
-		if !q.answered {
-			a.Permissions = append(a.Permissions, id)
+	a := &Awaiting{}
+	for _, p := range lr.m.approvals.Pending(scope(lr.id)) {
+		switch p.Kind {
+		case approval.Plan:
+			a.Plan = true
+		case approval.Step:
+			a.Steps = append(a.Steps, p.ID)
+		default:
+			a.Permissions = append(a.Permissions, p.ID)
 		}
 	}
 	slices.Sort(a.Permissions)
@@ -85,51 +87,45 @@ func (lr *liveRun) awaiting() *Awaiting {
 	return a
 }
 
+// stepsWaiting counts the steps waiting for approval.
+func (lr *liveRun) stepsWaiting() int {
+	n := 0
+	for _, p := range lr.m.approvals.Pending(scope(lr.id)) {
+		if p.Kind == approval.Step {
+			n++
+		}
+	}
+	return n
+}
+
 // openPlan opens the plan gate (before the event that announces it, so
 // that an approval sent on seeing the event finds it open).
-func (lr *liveRun) openPlan(pending *plan.Plan, env plan.Env, readOnly bool) chan *plan.Plan {
-	ch := make(chan *plan.Plan, 1)
+func (lr *liveRun) openPlan(pending *plan.Plan, env plan.Env, readOnly bool) (*approval.Ticket, error) {
 	lr.mu.Lock()
-	lr.planGate, lr.pending, lr.env, lr.readOnly = ch, pending, env, readOnly
+	lr.pending, lr.env, lr.readOnly = pending, env, readOnly
 	lr.mu.Unlock()
-	return ch
+	return lr.m.approvals.Open(scope(lr.id), approval.Plan, planKey)
 }
 
-// waitPlan waits for Approve to send through the plan gate (the edited
+// waitPlan waits for Approve to answer the plan gate (with the edited
 // plan, or nil) or for the run's end, and closes the gate.
-func (lr *liveRun) waitPlan(ctx context.Context, ch chan *plan.Plan) (*plan.Plan, error) {
+func (lr *liveRun) waitPlan(ctx context.Context, gate *approval.Ticket) (*plan.Plan, error) {
 	defer func() {
 		lr.mu.Lock()
-		lr.planGate, lr.pending = nil, nil
+		lr.pending = nil
 		lr.mu.Unlock()
 	}()
-	select {
-	case p := <-ch:
-		return p, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	a, err := gate.Wait(ctx, 0)
+	if err != nil {
+		return nil, err
 	}
+	edited, _ := a.Payload.(*plan.Plan)
+	return edited, nil
 }
 
-// openStep registers a step waiting for approval and returns its gate.
-func (lr *liveRun) openStep(id string) chan struct{} {
-	ch := make(chan struct{})
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	if lr.stepGates == nil {
-		lr.stepGates = map[string]chan struct{}{}
-	}
-	lr.stepGates[id] = ch
-	lr.gateOrder = append(lr.gateOrder, id)
-	return ch
-}
-
-// closeStep forgets a step gate (approved or abandoned).
-func (lr *liveRun) closeStep(id string) {
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	delete(lr.stepGates, id)
-	lr.gateOrder = slices.DeleteFunc(lr.gateOrder, func(s string) bool { return s == id })
+// openStep opens a step's approval gate.
+func (lr *liveRun) openStep(id string) (*approval.Ticket, error) {
+	return lr.m.approvals.Open(scope(lr.id), approval.Step, id)
 }
 
 // syncGateStatus stores the run as awaiting approval while a step gate is
@@ -140,7 +136,7 @@ func (lr *liveRun) syncGateStatus(ctx context.Context) {
 		if r.Status != record.RunRunning && r.Status != record.RunAwaitingApproval {
 			return
 		}
-		if len(lr.stepGates) > 0 {
+		if lr.stepsWaiting() > 0 {
 			r.Status = record.RunAwaitingApproval
 		} else {
 			r.Status = record.RunRunning
@@ -149,18 +145,28 @@ func (lr *liveRun) syncGateStatus(ctx context.Context) {
 }
 
 func (lr *liveRun) approve(a Approval) error {
-	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	if lr.planGate != nil {
+	b, sc := lr.m.approvals, scope(lr.id)
+	planOpen, steps := false, []string(nil)
+	for _, p := range b.Pending(sc) {
+		switch p.Kind {
+		case approval.Plan:
+			planOpen = true
+		case approval.Step:
+			steps = append(steps, p.ID)
+		}
+	}
+	if planOpen {
 		if a.StepID != "" {
 			return fmt.Errorf("%w: the plan awaits approval, not step %q", ErrNoGate, a.StepID)
 		}
-		check := a.Plan
+		lr.mu.Lock()
+		check, env, readOnly := a.Plan, lr.env, lr.readOnly
 		if check == nil {
 			check = lr.pending
 		}
+		lr.mu.Unlock()
 		if check != nil {
-			if err := lr.m.checkPlan(*check, lr.env, RunConfig{CapabilityMode: readOnlyMode(lr.readOnly)}); err != nil {
+			if err := lr.m.checkPlan(*check, env, RunConfig{CapabilityMode: readOnlyMode(readOnly)}); err != nil {
 				return err
 			}
 		}
@@ -168,34 +174,29 @@ func (lr *liveRun) approve(a Approval) error {
 			norm := a.Plan.Normalize()
 			a.Plan = &norm
 		}
-		lr.planGate <- a.Plan // buffered, and only ever sent once: the gate closes below
-		lr.planGate = nil
+		if err := b.AnswerIf(sc, planKey, approval.Answer{Allow: true, Payload: a.Plan}, kindIs(approval.Plan)); err != nil {
+			return ErrNoGate // another approval took the gate meanwhile
+		}
 		return nil
 	}
 	if a.Plan != nil {
-		if len(lr.stepGates) > 0 {
-			return &InvalidError{errors.New("an edited plan can be sent only while the plan awaits approval; the run is waiting for step approval")}
+		if len(steps) > 0 {
+			return &record.InvalidError{Err: errors.New("an edited plan can be sent only while the plan awaits approval; the run is waiting for step approval")}
 		}
 		return ErrNoGate
 	}
 	if a.StepID != "" {
-		ch, ok := lr.stepGates[a.StepID]
-		if !ok {
+		if err := b.AnswerIf(sc, a.StepID, approval.Answer{Allow: true}, kindIs(approval.Step)); err != nil {
 			return fmt.Errorf("%w: step %q is not waiting for approval", ErrNoGate, a.StepID)
 		}
-		close(ch)
-		delete(lr.stepGates, a.StepID)
-		lr.gateOrder = slices.DeleteFunc(lr.gateOrder, func(s string) bool { return s == a.StepID })
 		return nil
 	}
-	if len(lr.stepGates) == 0 {
+	if len(steps) == 0 {
 		return ErrNoGate
 	}
-	for id, ch := range lr.stepGates {
-		close(ch)
-		delete(lr.stepGates, id)
+	for _, id := range steps {
+		_ = b.AnswerIf(sc, id, approval.Answer{Allow: true}, kindIs(approval.Step))
 	}
-	lr.gateOrder = nil
 	return nil
 }
 
@@ -206,91 +207,35 @@ func readOnlyMode(ro bool) string {
 	return ""
 }
 
-// ask records a question event (permission_request, checkpoint) and waits
-// for its answer, the permission timeout or the run's end.
+type decision struct {
+	allow  bool
+	reason string
+}
+
+// ask opens a question (permission_request, checkpoint) in the approval
+// broker, records the event that announces it and waits for its answer,
+// the permission timeout or the run's end.
 func (lr *liveRun) ask(ctx context.Context, typ string, payload func(id string) any) decision {
-	prefix := "perm_"
+	kind := approval.Permission
 	if typ == RunEventCheckpoint {
-		prefix = "ckpt_"
+		kind = approval.Checkpoint
 	}
-	id := prefix + randHex(6)
-	q := &runAsk{answer: make(chan decision, 1)}
-	lr.mu.Lock()
-	if lr.asks == nil {
-		lr.asks = map[string]*runAsk{}
+	q, err := lr.m.approvals.Open(scope(lr.id), kind, "")
+	if err != nil {
+		return decision{reason: "the request could not be recorded"}
 	}
-	lr.asks[id] = q
-	lr.mu.Unlock()
-	defer func() {
-		lr.mu.Lock()
-		// An expired request is gone (not found); an answered one is
-		// remembered (a second answer is a conflict).
-		q.answered = true
-		delete(lr.asks, id)
-		lr.mu.Unlock()
-	}()
-	if _, err := lr.m.emit(ctx, lr.id, typ, payload(id)); err != nil {
+	if _, err := lr.m.emit(ctx, lr.id, typ, payload(q.ID)); err != nil {
+		q.Close()
 		return decision{reason: "the request could not be recorded"}
 	}
 	timeout := lr.m.cfg.PermissionTimeout
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case d := <-q.answer:
-		return d
-	case <-t.C:
+	a, err := q.Wait(ctx, timeout)
+	switch {
+	case err == nil:
+		return decision{allow: a.Allow, reason: a.Reason}
+	case errors.Is(err, approval.ErrTimeout):
 		return decision{reason: fmt.Sprintf("no answer within %s", timeout)}
-	case <-ctx.Done():
+	default:
 		return decision{reason: "the run was stopped while waiting for an answer"}
 	}
-}
-
-func (lr *liveRun) answer(id string, allow bool, reason string) error {
-	lr.mu.Lock()
-	q := lr.asks[id]
-	if q == nil {
-		lr.mu.Unlock()
-		if lr.m.wasAnswered(lr.id, id) {
-			return ErrAnswered
-		}
-		return ErrNotFound
-	}
-	if q.answered {
-		lr.mu.Unlock()
-		return ErrAnswered
-	}
-	q.answered = true
-	lr.mu.Unlock()
-	lr.m.rememberAnswer(lr.id, id)
-	if !allow && reason == "" {
-		reason = "the user denied this tool call"
-	}
-	q.answer <- decision{allow: allow, reason: reason} // buffered: the asker may have timed out
-	return nil
-}
-
-// maxRememberedAnswers bounds the answered requests kept to tell a second
-// answer (409) from an unknown request (404) after the question closed,
-// even after its run ended.
-const maxRememberedAnswers = 4096
-
-func (m *Runs) rememberAnswer(runID, reqID string) {
-	m.ansMu.Lock()
-	defer m.ansMu.Unlock()
-	if m.answered == nil {
-		m.answered = map[string]bool{}
-	}
-	k := runID + "/" + reqID
-	m.answered[k] = true
-	m.answeredFIFO = append(m.answeredFIFO, k)
-	if len(m.answeredFIFO) > maxRememberedAnswers {
-		delete(m.answered, m.answeredFIFO[0])
-		m.answeredFIFO = m.answeredFIFO[1:]
-	}
-}
-
-func (m *Runs) wasAnswered(runID, reqID string) bool {
-	m.ansMu.Lock()
-	defer m.ansMu.Unlock()
-	return m.answered[runID+"/"+reqID]
 }

@@ -1,4 +1,4 @@
-package runtime
+package run
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // posture weaker than the one the run was created under.
 
 // fromStored rebuilds a run's request from its record.
-func (m *Runs) fromStored(r record.Run) (*prepared, error) {
+func (m *Service) fromStored(r record.Run) (*prepared, error) {
 	p := &prepared{run: r, approve: true}
 	if len(r.Config) > 0 {
 		if err := json.Unmarshal(r.Config, &p.cfg); err != nil {
@@ -53,7 +53,7 @@ func (m *Runs) fromStored(r record.Run) (*prepared, error) {
 
 // checkPosture refuses a replay when the mode it would run in now allows
 // more than the mode the run was created under.
-func (m *Runs) checkPosture(r record.Run, cfg RunConfig) error {
+func (m *Service) checkPosture(r record.Run, cfg RunConfig) error {
 	var rec posture
 	if len(r.Posture) > 0 {
 		if err := json.Unmarshal(r.Posture, &rec); err != nil {
@@ -73,7 +73,7 @@ func (m *Runs) checkPosture(r record.Run, cfg RunConfig) error {
 
 // reusable keeps the step results for which keep holds and returns them
 // by step id.
-func (m *Runs) reusable(ctx context.Context, id string, keep func(record.StepResult) bool) (map[string]json.RawMessage, error) {
+func (m *Service) reusable(ctx context.Context, id string, keep func(record.StepResult) bool) (map[string]json.RawMessage, error) {
 	if err := m.cfg.Runs.DeleteStepResults(ctx, id, keep); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (m *Runs) reusable(ctx context.Context, id string, keep func(record.StepRes
 // steps keep their results and do not run again, the rest run after the
 // plan has been reviewed (a plan_approval_requested gate, always). A run
 // that ended before its plan was ready is planned again.
-func (m *Runs) ResumeRun(ctx context.Context, id string) (Run, error) {
+func (m *Service) ResumeRun(ctx context.Context, id string) (Run, error) {
 	if err := m.idle(ctx, id); err != nil {
 		return Run{}, err
 	}
@@ -116,7 +116,7 @@ func (m *Runs) ResumeRun(ctx context.Context, id string) (Run, error) {
 // review is where a person checks them. Unlike seed 001, the plan keeps
 // its later steps, so they run again once approved; the reviewer can send
 // a shorter plan to drop them.
-func (m *Runs) RewindRun(ctx context.Context, id string, keepSteps int) (Run, error) {
+func (m *Service) RewindRun(ctx context.Context, id string, keepSteps int) (Run, error) {
 	if err := m.idle(ctx, id); err != nil {
 		return Run{}, err
 	}
@@ -132,14 +132,14 @@ func (m *Runs) RewindRun(ctx context.Context, id string, keepSteps int) (Run, er
 		return Run{}, &ConflictError{Msg: fmt.Sprintf("run %q has no plan to rewind", id)}
 	}
 	if keepSteps < 0 || keepSteps > len(pl.Steps) {
-		return Run{}, &InvalidError{fmt.Errorf("keepSteps must be from 0 to %d (the plan's steps)", len(pl.Steps))}
+		return Run{}, &record.InvalidError{Err: fmt.Errorf("keepSteps must be from 0 to %d (the plan's steps)", len(pl.Steps))}
 	}
 	return m.replayInPlace(ctx, r, "rewind", func(s record.StepResult) bool {
 		return s.Index < keepSteps && s.Status == record.StepCompleted
 	})
 }
 
-func (m *Runs) replayInPlace(ctx context.Context, r record.Run, how string, keep func(record.StepResult) bool) (Run, error) {
+func (m *Service) replayInPlace(ctx context.Context, r record.Run, how string, keep func(record.StepResult) bool) (Run, error) {
 	p, err := m.fromStored(r)
 	if err != nil {
 		return Run{}, err
@@ -164,7 +164,7 @@ func (m *Runs) replayInPlace(ctx context.Context, r record.Run, how string, keep
 
 // ForkRun copies a run's plan (with its goal, config, inputs and files)
 // into a new run, which pauses for plan review before anything runs.
-func (m *Runs) ForkRun(ctx context.Context, id string) (Run, error) {
+func (m *Service) ForkRun(ctx context.Context, id string) (Run, error) {
 	r, err := m.cfg.Runs.GetRun(ctx, id)
 	if err != nil {
 		return Run{}, err

@@ -1,4 +1,4 @@
-package runtime
+package run
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
+	"github.com/weft-run/weft/internal/approval"
+	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
@@ -28,7 +30,21 @@ import (
 	"github.com/weft-run/weft/tool/workflow"
 )
 
-// The run and workflow types front doors see (see Event and Session).
+// Errors front doors map onto statuses (errors.Is).
+var (
+	ErrNotFound  = record.ErrNotFound   // unknown run, workflow or question
+	ErrAnswered  = approval.ErrAnswered // a second answer
+	ErrClosed    = record.ErrClosed
+	ErrForbidden = record.ErrForbidden
+)
+
+// ModelResolver turns a model spec ("provider:model") into a provider.
+// *registry.Registry implements it.
+type ModelResolver interface {
+	Resolve(spec string) (llm.Provider, llm.ModelInfo, error)
+}
+
+// The run and workflow types front doors see.
 type (
 	Run             = record.Run
 	RunQuery        = record.RunQuery
@@ -135,7 +151,7 @@ func (e *InputsError) Error() string {
 }
 
 // BatchItemError says which run of a batch was refused; it wraps the
-// reason (a *ValidationError, an *InvalidError, ...).
+// reason (a *ValidationError, an *record.InvalidError, ...).
 type BatchItemError struct {
 	Index int
 	Err   error
@@ -144,9 +160,9 @@ type BatchItemError struct {
 func (e *BatchItemError) Error() string { return fmt.Sprintf("runs[%d]: %v", e.Index, e.Err) }
 func (e *BatchItemError) Unwrap() error { return e.Err }
 
-// RunsConfig configures the run manager. Runs is required; Workflows is
+// Config configures the run manager. Runs is required; Workflows is
 // required for the workflow API and published-workflow tools.
-type RunsConfig struct {
+type Config struct {
 	Runs      store.Runs
 	Workflows store.Workflows
 	// Audits, when set, adds each run's audit entries to GetRun.
@@ -179,10 +195,14 @@ type RunsConfig struct {
 	WorkflowToolTimeout time.Duration
 	// PermissionTimeout is how long a step's permission request or
 	// checkpoint waits for an answer before it counts as denied; 0 means
-	// DefaultPermissionTimeout. Approval gates wait until the run is
+	// approval.DefaultTimeout. Approval gates wait until the run is
 	// cancelled.
 	PermissionTimeout time.Duration
-	Logger            *slog.Logger
+	// Approvals is the broker of the runs' questions and gates; the
+	// session service may share it. nil means one of the run service's
+	// own.
+	Approvals *approval.Broker
+	Logger    *slog.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -257,8 +277,8 @@ type RunDetail struct {
 	Run
 	Steps []StepResult `json:"steps"`
 	// Result is the final result once the run completed.
-	Result json.RawMessage `json:"result,omitempty"`
-	Audit  []AuditEntry    `json:"audit,omitempty"`
+	Result json.RawMessage     `json:"result,omitempty"`
+	Audit  []record.AuditEntry `json:"audit,omitempty"`
 	// Awaiting lists the gates open now: "plan", step ids, permission
 	// request ids.
 	Awaiting *Awaiting `json:"awaiting,omitempty"`
@@ -272,9 +292,9 @@ type Awaiting struct {
 }
 
 // Runs runs plan-and-execute runs and manages saved workflows. Create it
-// with NewRuns; it is safe for concurrent use.
-type Runs struct {
-	cfg  RunsConfig
+// with New; it is safe for concurrent use.
+type Service struct {
+	cfg  Config
 	log  *slog.Logger
 	elog *eventlog.Log
 	now  func() time.Time
@@ -290,11 +310,8 @@ type Runs struct {
 	// that the registry always matches the last stored state.
 	wfMu sync.Mutex
 
-	// answered remembers recently answered permission requests by
-	// "<run>/<request>", oldest first in answeredFIFO.
-	ansMu        sync.Mutex
-	answered     map[string]bool
-	answeredFIFO []string
+	// approvals holds the runs' open questions and gates, by run.
+	approvals *approval.Broker
 }
 
 // errShutdown is the cancellation cause of runs stopped by Shutdown: they
@@ -304,16 +321,16 @@ var errShutdown = errors.New("the server is shutting down")
 // errCancelled is the cause of a run stopped by Cancel.
 var errCancelled = errors.New("cancelled")
 
-// NewRuns starts the run manager: runs the store still shows live were cut
+// New starts the run manager: runs the store still shows live were cut
 // off by a crash or restart and are marked interrupted (each gets an
 // interrupted event, so streams following them end), and published
 // workflows are registered as tools.
-func NewRuns(ctx context.Context, cfg RunsConfig) (*Runs, error) {
+func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Runs == nil {
-		return nil, errors.New("runtime: RunsConfig.Runs is required")
+		return nil, errors.New("runtime: Config.Runs is required")
 	}
 	if cfg.PermissionTimeout <= 0 {
-		cfg.PermissionTimeout = DefaultPermissionTimeout
+		cfg.PermissionTimeout = approval.DefaultTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -330,8 +347,15 @@ func NewRuns(ctx context.Context, cfg RunsConfig) (*Runs, error) {
 			secrets = p.Secrets
 		}
 	}
-	m := &Runs{cfg: cfg, log: log, now: now, live: map[string]*liveRun{}, shutdown: sctx, stop: stop,
-		elog: eventlog.New(newRunEventStore(cfg.Runs), eventlog.Options{Logger: log, Redact: redactor(secrets)})}
+	var redact func([]byte) []byte // the one place every run event passes before a reader or the store
+	if secrets != nil {
+		redact = secrets.RedactJSON
+	}
+	if cfg.Approvals == nil {
+		cfg.Approvals = approval.New()
+	}
+	m := &Service{cfg: cfg, approvals: cfg.Approvals, log: log, now: now, live: map[string]*liveRun{}, shutdown: sctx, stop: stop,
+		elog: eventlog.New(newRunEventStore(cfg.Runs), eventlog.Options{Logger: log, Redact: redact})}
 	ids, err := cfg.Runs.InterruptRuns(ctx)
 	if err != nil {
 		stop()
@@ -364,7 +388,7 @@ func NewRuns(ctx context.Context, cfg RunsConfig) (*Runs, error) {
 // Shutdown stops accepting runs, stops the live ones at their next safe
 // point (they end interrupted, so they can be resumed after a restart) and
 // waits for them and for their events to be stored, or for ctx.
-func (m *Runs) Shutdown(ctx context.Context) error {
+func (m *Service) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	for _, lr := range m.live {
@@ -392,7 +416,7 @@ func newRunEventStore(runs store.Runs) eventlog.Store {
 }
 
 // emit appends one run event and waits until it is stored.
-func (m *Runs) emit(ctx context.Context, runID, typ string, data any) (event.Event, error) {
+func (m *Service) emit(ctx context.Context, runID, typ string, data any) (event.Event, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return event.Event{}, err
@@ -406,14 +430,14 @@ func (m *Runs) emit(ctx context.Context, runID, typ string, data any) (event.Eve
 
 // Subscribe returns a reader of the run's events after seq `after` (0
 // replays everything), replaying from the store and then following live.
-func (m *Runs) Subscribe(runID string, after int64) *eventlog.Reader {
+func (m *Service) Subscribe(runID string, after int64) *eventlog.Reader {
 	return m.elog.Subscribe(runID, after)
 }
 
 // LastSeq returns the seq of the run's last event, once the events
 // published so far are stored (readers see only stored events, so no
 // client has seen past it); ErrNotFound for an unknown run.
-func (m *Runs) LastSeq(ctx context.Context, runID string) (int64, error) {
+func (m *Service) LastSeq(ctx context.Context, runID string) (int64, error) {
 	if err := m.elog.Flush(ctx, runID); err != nil {
 		return 0, err
 	}
@@ -426,7 +450,7 @@ func (m *Runs) LastSeq(ctx context.Context, runID string) (int64, error) {
 
 // Tools returns the orchestratable tools: those a plan step may call (the
 // registry's, without workflow and background-task tools).
-func (m *Runs) Tools() []tool.Spec {
+func (m *Service) Tools() []tool.Spec {
 	if m.cfg.Tools == nil {
 		return nil
 	}
@@ -445,7 +469,7 @@ func orchestratable(name string) bool {
 	return !workflow.IsTool(name) && !strings.HasPrefix(name, taskToolPrefix)
 }
 
-func (m *Runs) lookupTool(name string) (tool.Spec, bool) {
+func (m *Service) lookupTool(name string) (tool.Spec, bool) {
 	if m.cfg.Tools == nil || !orchestratable(name) {
 		return tool.Spec{}, false
 	}
@@ -482,13 +506,13 @@ type prepared struct {
 }
 
 // prepare validates a run request before anything is stored or run.
-func (m *Runs) prepare(req RunRequest, batchMode string) (*prepared, error) {
+func (m *Service) prepare(req RunRequest, batchMode string) (*prepared, error) {
 	goal := strings.TrimSpace(req.Goal)
 	if goal == "" && req.Workflow == nil {
-		return nil, &InvalidError{errors.New("goal is required (or a workflow to run)")}
+		return nil, &record.InvalidError{Err: errors.New("goal is required (or a workflow to run)")}
 	}
 	if n := utf8.RuneCountInString(req.Goal); n > maxGoalChars {
-		return nil, &InvalidError{fmt.Errorf("goal is %d characters long; the maximum is 100,000", n)}
+		return nil, &record.InvalidError{Err: fmt.Errorf("goal is %d characters long; the maximum is 100,000", n)}
 	}
 	cfg := req.Config
 	if batchMode != "" {
@@ -526,11 +550,11 @@ func (m *Runs) prepare(req RunRequest, batchMode string) (*prepared, error) {
 }
 
 // checkConfig validates and normalises a run's config.
-func (m *Runs) checkConfig(c *RunConfig) error {
+func (m *Service) checkConfig(c *RunConfig) error {
 	if c.PermissionMode != "" {
 		mode, err := permission.ParseMode(c.PermissionMode)
 		if err != nil {
-			return &InvalidError{fmt.Errorf("config.permissionMode: %w", err)}
+			return &record.InvalidError{Err: fmt.Errorf("config.permissionMode: %w", err)}
 		}
 		if mode == permission.ModeBypass && !m.cfg.AllowBypass {
 			return fmt.Errorf("%w: config.permissionMode bypass must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
@@ -542,17 +566,17 @@ func (m *Runs) checkConfig(c *RunConfig) error {
 	case "readOnly", "read_only", "readonly":
 		c.CapabilityMode = capabilityReadOnly
 	default:
-		return &InvalidError{fmt.Errorf("capabilityMode %q: the only capability mode is \"read-only\"", c.CapabilityMode)}
+		return &record.InvalidError{Err: fmt.Errorf("capabilityMode %q: the only capability mode is \"read-only\"", c.CapabilityMode)}
 	}
 	if c.MaxParallel < 0 {
-		return &InvalidError{errors.New("config.maxParallel must not be negative")}
+		return &record.InvalidError{Err: errors.New("config.maxParallel must not be negative")}
 	}
 	return nil
 }
 
 // checkPlan validates a plan against env and, for read-only runs, refuses
 // any step whose tool is not read-only.
-func (m *Runs) checkPlan(p plan.Plan, env plan.Env, cfg RunConfig) error {
+func (m *Service) checkPlan(p plan.Plan, env plan.Env, cfg RunConfig) error {
 	if err := plan.Validate(p, env); err != nil {
 		return err
 	}
@@ -569,7 +593,7 @@ func (m *Runs) checkPlan(p plan.Plan, env plan.Env, cfg RunConfig) error {
 }
 
 // runEnv is what a run's plans are validated against.
-func (m *Runs) runEnv(inputs []string, grants []FileGrant) plan.Env {
+func (m *Service) runEnv(inputs []string, grants []FileGrant) plan.Env {
 	env := plan.Env{Tool: m.lookupTool}
 	if len(inputs) > 0 {
 		env.Inputs = make(map[string]bool, len(inputs))
@@ -593,7 +617,7 @@ func parseInputs(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	}
 	var in map[string]json.RawMessage
 	if raw[0] != '{' || json.Unmarshal(raw, &in) != nil {
-		return nil, &InvalidError{errors.New("inputs must be a JSON object")}
+		return nil, &record.InvalidError{Err: errors.New("inputs must be a JSON object")}
 	}
 	return in, nil
 }
@@ -612,10 +636,10 @@ func checkGrants(gs []FileGrant) error {
 	for i, g := range gs {
 		where := fmt.Sprintf("files[%d]", i)
 		if g.Name == "" || len(g.Name) > 128 || strings.ContainsAny(g.Name, "{}\"\\ \t\r\n") {
-			return &InvalidError{fmt.Errorf("%s: name must be 1 to 128 characters without spaces, quotes or braces", where)}
+			return &record.InvalidError{Err: fmt.Errorf("%s: name must be 1 to 128 characters without spaces, quotes or braces", where)}
 		}
 		if seen[g.Name] {
-			return &InvalidError{fmt.Errorf("%s: file %q is granted twice", where, g.Name)}
+			return &record.InvalidError{Err: fmt.Errorf("%s: file %q is granted twice", where, g.Name)}
 		}
 		seen[g.Name] = true
 		kinds := 0
@@ -625,14 +649,14 @@ func checkGrants(gs []FileGrant) error {
 		if g.NativePath != "" {
 			kinds++
 			if !filepath.IsAbs(g.NativePath) {
-				return &InvalidError{fmt.Errorf("%s: nativePath %q must be an absolute path", where, g.NativePath)}
+				return &record.InvalidError{Err: fmt.Errorf("%s: nativePath %q must be an absolute path", where, g.NativePath)}
 			}
 		}
 		if g.CreateSharedDirectory {
 			kinds++
 		}
 		if kinds != 1 {
-			return &InvalidError{fmt.Errorf("%s (%q): give exactly one of refs, nativePath or createSharedDirectory", where, g.Name)}
+			return &record.InvalidError{Err: fmt.Errorf("%s (%q): give exactly one of refs, nativePath or createSharedDirectory", where, g.Name)}
 		}
 	}
 	return nil
@@ -642,7 +666,7 @@ func checkGrants(gs []FileGrant) error {
 // req.Workflow gives one, the plan awaits approval unless the config
 // auto-approves it, then the steps run. It returns the stored run at once;
 // follow it with Subscribe.
-func (m *Runs) CreateRun(ctx context.Context, req RunRequest) (Run, error) {
+func (m *Service) CreateRun(ctx context.Context, req RunRequest) (Run, error) {
 	p, err := m.prepare(req, "")
 	if err != nil {
 		return Run{}, err
@@ -655,9 +679,9 @@ func (m *Runs) CreateRun(ctx context.Context, req RunRequest) (Run, error) {
 // refused run refuses the batch before anything starts). With
 // capabilityMode "read-only", a given plan with a step whose tool is not
 // read-only is refused, and a drafted one fails its run at plan_ready.
-func (m *Runs) Batch(ctx context.Context, req BatchRequest) (batchID string, runIDs []string, err error) {
+func (m *Service) Batch(ctx context.Context, req BatchRequest) (batchID string, runIDs []string, err error) {
 	if len(req.Runs) == 0 || len(req.Runs) > maxBatchRuns {
-		return "", nil, &InvalidError{fmt.Errorf("a batch has 1 to %d runs, not %d", maxBatchRuns, len(req.Runs))}
+		return "", nil, &record.InvalidError{Err: fmt.Errorf("a batch has 1 to %d runs, not %d", maxBatchRuns, len(req.Runs))}
 	}
 	mode := req.CapabilityMode
 	switch mode {
@@ -665,7 +689,7 @@ func (m *Runs) Batch(ctx context.Context, req BatchRequest) (batchID string, run
 	case "readOnly", "read_only", "readonly":
 		mode = capabilityReadOnly
 	default:
-		return "", nil, &InvalidError{fmt.Errorf("capabilityMode %q: the only capability mode is \"read-only\"", mode)}
+		return "", nil, &record.InvalidError{Err: fmt.Errorf("capabilityMode %q: the only capability mode is \"read-only\"", mode)}
 	}
 	ps := make([]*prepared, len(req.Runs))
 	for i, r := range req.Runs {
@@ -688,7 +712,7 @@ func (m *Runs) Batch(ctx context.Context, req BatchRequest) (batchID string, run
 }
 
 // launch stores a prepared run and starts it.
-func (m *Runs) launch(ctx context.Context, p *prepared) (Run, error) {
+func (m *Service) launch(ctx context.Context, p *prepared) (Run, error) {
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
@@ -739,16 +763,16 @@ func mustJSON(v any) json.RawMessage {
 
 // ListRuns pages through runs, newest first; q.Q filters by goal, summary
 // and error.
-func (m *Runs) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
+func (m *Service) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	if q.Status != "" && !record.ValidRunStatus(q.Status) {
-		return RunPage{}, &InvalidError{fmt.Errorf("status %q: want planning, awaiting_approval, running, completed, failed, cancelled or interrupted", q.Status)}
+		return RunPage{}, &record.InvalidError{Err: fmt.Errorf("status %q: want planning, awaiting_approval, running, completed, failed, cancelled or interrupted", q.Status)}
 	}
 	return m.cfg.Runs.ListRuns(ctx, q)
 }
 
 // GetRun returns a run with its step results, final result, audit entries
 // and open gates.
-func (m *Runs) GetRun(ctx context.Context, id string) (RunDetail, error) {
+func (m *Service) GetRun(ctx context.Context, id string) (RunDetail, error) {
 	r, err := m.cfg.Runs.GetRun(ctx, id)
 	if err != nil {
 		return RunDetail{}, err
@@ -840,7 +864,7 @@ func summarize(result json.RawMessage) string {
 // CancelRun stops a live run cooperatively: steps in flight see their
 // context end, nothing new starts, and the run ends cancelled with a
 // cancelled event and no complete. It reports whether the run was live.
-func (m *Runs) CancelRun(runID string) bool {
+func (m *Service) CancelRun(runID string) bool {
 	m.mu.Lock()
 	lr := m.live[runID]
 	m.mu.Unlock()
@@ -855,7 +879,7 @@ func (m *Runs) CancelRun(runID string) bool {
 // (as it is, or replaced by a.Plan once that validates), or step gates.
 // ErrNotFound for an unknown run, ErrNoGate when nothing (or not the step
 // named) waits, a *ValidationError for an invalid edited plan.
-func (m *Runs) Approve(ctx context.Context, runID string, a Approval) error {
+func (m *Service) Approve(ctx context.Context, runID string, a Approval) error {
 	m.mu.Lock()
 	lr := m.live[runID]
 	m.mu.Unlock()
@@ -871,23 +895,20 @@ func (m *Runs) Approve(ctx context.Context, runID string, a Approval) error {
 // AnswerPermission answers a permission_request or checkpoint event of a
 // live run. ErrNotFound for an unknown run or request (or one that
 // expired), ErrAnswered for a second answer.
-func (m *Runs) AnswerPermission(runID, requestID string, allow bool, reason string) error {
-	m.mu.Lock()
-	lr := m.live[runID]
-	m.mu.Unlock()
-	if lr == nil {
-		if m.wasAnswered(runID, requestID) {
-			return ErrAnswered
-		}
-		return ErrNotFound
+func (m *Service) AnswerPermission(runID, requestID string, allow bool, reason string) error {
+	if !allow && reason == "" {
+		reason = "the user denied this tool call"
 	}
-	return lr.answer(requestID, allow, reason)
+	// A run that is not live has no open question; the broker still
+	// tells a second answer (its answered ids outlive the attempt).
+	return m.approvals.AnswerIf(scope(runID), requestID, approval.Answer{Allow: allow, Reason: reason},
+		kindIs(approval.Permission, approval.Checkpoint))
 }
 
 // WaitRun waits until the run has ended (completed, failed, cancelled or
 // interrupted) and returns it, or ctx's error. A run awaiting approval has
 // not ended.
-func (m *Runs) WaitRun(ctx context.Context, runID string) (Run, error) {
+func (m *Service) WaitRun(ctx context.Context, runID string) (Run, error) {
 	for {
 		m.mu.Lock()
 		lr := m.live[runID]
@@ -922,7 +943,7 @@ func (m *Runs) WaitRun(ctx context.Context, runID string) (Run, error) {
 
 // RunResult returns a completed run's final result (see GetRun); null for
 // a run that did not complete.
-func (m *Runs) RunResult(ctx context.Context, runID string) (json.RawMessage, error) {
+func (m *Service) RunResult(ctx context.Context, runID string) (json.RawMessage, error) {
 	r, err := m.cfg.Runs.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -947,10 +968,10 @@ func finalStatus(s string) bool {
 
 // TaskRunner adapts Runs to the background task registry's workflow
 // runner (package task's WorkflowRunner).
-type TaskRunner struct{ m *Runs }
+type TaskRunner struct{ m *Service }
 
 // TaskRunner returns the adapter for background tasks.
-func (m *Runs) TaskRunner() TaskRunner { return TaskRunner{m} }
+func (m *Service) TaskRunner() TaskRunner { return TaskRunner{m} }
 
 // StartWorkflow starts a published workflow in the background (see
 // Runs.StartWorkflow).

@@ -1,4 +1,4 @@
-package runtime_test
+package run_test
 
 import (
 	"context"
@@ -17,7 +17,8 @@ import (
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -36,7 +37,7 @@ type runEnv struct {
 	t       *testing.T
 	db      *sqlite.DB
 	reg     *tool.Registry
-	runs    *runtime.Runs
+	runs    *run.Service
 	pol     *policy.Policy
 	release chan struct{}
 
@@ -86,7 +87,7 @@ func newRunEnv(t *testing.T, path string, pol *policy.Policy) *runEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.runs, err = runtime.NewRuns(context.Background(), runtime.RunsConfig{Runs: db, Workflows: db, Audits: db, Tools: e.reg,
+	e.runs, err = run.New(context.Background(), run.Config{Runs: db, Workflows: db, Audits: db, Tools: e.reg,
 		Policy: func() *policy.Policy { return e.pol }, PermissionTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func (e *runEnv) echoed() []string {
 }
 
 // readRun reads the run's events after `after` until one of type until.
-func readRun(t *testing.T, m *runtime.Runs, id string, after int64, until string) []event.Event {
+func readRun(t *testing.T, m *run.Service, id string, after int64, until string) []event.Event {
 	t.Helper()
 	r := m.Subscribe(id, after)
 	defer r.Close()
@@ -150,9 +151,9 @@ func runTypes(evs []event.Event) string {
 	return strings.Join(out, " ")
 }
 
-func mustPlan(t *testing.T, s string) *runtime.Plan {
+func mustPlan(t *testing.T, s string) *run.Plan {
 	t.Helper()
-	var p runtime.Plan
+	var p run.Plan
 	if err := json.Unmarshal([]byte(s), &p); err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +164,9 @@ func ref[T any](v T) *T { return &v }
 
 // publishGreeting saves and publishes a workflow: note "hello <who>", then
 // echo that result with "!".
-func publishGreeting(t *testing.T, m *runtime.Runs) runtime.Workflow {
+func publishGreeting(t *testing.T, m *run.Service) run.Workflow {
 	t.Helper()
-	wf, err := m.CreateWorkflow(context.Background(), runtime.WorkflowInput{
+	wf, err := m.CreateWorkflow(context.Background(), run.WorkflowInput{
 		Name:        ref("greeting"),
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"who":{"type":"string"}},"required":["who"]}`),
 		Plan: json.RawMessage(`{"steps":[{"id":"greet","tool":"note","args":{"text":"hello {{inputs.who}}"}},` +
@@ -212,7 +213,7 @@ func TestWorkflowToolInChatSession(t *testing.T) {
 			p := llmtest.NewScripted("scripted",
 				llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("call_1", name, `{"who":"ann"}`)}},
 				llmtest.Text("done"))
-			rt, err := runtime.New(runtime.Config{Store: e.db, Models: scriptedModels{p}, DefaultModel: "scripted:m",
+			rt, err := session.New(session.Config{Store: e.db, Models: scriptedModels{p}, DefaultModel: "scripted:m",
 				Tools: e.reg, Policy: pol, PermissionTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -223,7 +224,7 @@ func TestWorkflowToolInChatSession(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := rt.Send(ctx, sess.ID, "greet ann", runtime.TurnOptions{}); err != nil {
+			if _, err := rt.Send(ctx, sess.ID, "greet ann", session.TurnOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			rd := rt.Subscribe(sess.ID, 0)
@@ -264,7 +265,7 @@ func TestWorkflowToolInChatSession(t *testing.T) {
 			if got := e.noted(); len(got) != tc.notes {
 				t.Fatalf("note ran %v", got)
 			}
-			page, err := e.runs.ListRuns(ctx, runtime.RunQuery{})
+			page, err := e.runs.ListRuns(ctx, run.RunQuery{})
 			if err != nil || len(page.Runs) != 1 || page.Runs[0].WorkflowID != wf.ID {
 				t.Fatalf("runs %+v, %v: want one run of the workflow", page.Runs, err)
 			}
@@ -326,13 +327,13 @@ func TestShutdownInterruptsAndResumes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.db")
 	e := newRunEnv(t, path, &policy.Policy{})
 	ctx := context.Background()
-	run, err := e.runs.CreateRun(ctx, runtime.RunRequest{Goal: "echo then hold", Config: runtime.RunConfig{AutoApprove: true},
+	created, err := e.runs.CreateRun(ctx, run.RunRequest{Goal: "echo then hold", Config: run.RunConfig{AutoApprove: true},
 		Workflow: mustPlan(t, `{"steps":[{"id":"a","tool":"echo","args":{"text":"one"}},{"id":"b","tool":"hold","args":{"text":"{{steps.a.result}}"},"dependsOn":["a"]}]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := readRun(t, e.runs, run.ID, 0, "step_start")
-	second := readRun(t, e.runs, run.ID, first[len(first)-1].Seq, "step_start") // b is holding
+	first := readRun(t, e.runs, created.ID, 0, "step_start")
+	second := readRun(t, e.runs, created.ID, first[len(first)-1].Seq, "step_start") // b is holding
 	if runTypes(second) != "step_complete step_start" {
 		t.Fatalf("events %s then %s", runTypes(first), runTypes(second))
 	}
@@ -340,31 +341,31 @@ func TestShutdownInterruptsAndResumes(t *testing.T) {
 
 	e2 := newRunEnv(t, path, &policy.Policy{})
 	close(e2.release)
-	got, err := e2.runs.GetRun(ctx, run.ID)
-	if err != nil || got.Status != runtime.RunInterrupted {
+	got, err := e2.runs.GetRun(ctx, created.ID)
+	if err != nil || got.Status != run.RunInterrupted {
 		t.Fatalf("after the restart: %s, %v", got.Status, err)
 	}
-	if _, err := e2.runs.ResumeRun(ctx, run.ID); err != nil {
+	if _, err := e2.runs.ResumeRun(ctx, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	tail := readRun(t, e2.runs, run.ID, got.LastSeq, "plan_approval_requested")
+	tail := readRun(t, e2.runs, created.ID, got.LastSeq, "plan_approval_requested")
 	if runTypes(tail) != "resumed plan_ready plan_approval_requested" {
 		t.Fatalf("resume events %s", runTypes(tail))
 	}
-	if err := e2.runs.Approve(ctx, run.ID, runtime.Approval{}); err != nil {
+	if err := e2.runs.Approve(ctx, created.ID, run.Approval{}); err != nil {
 		t.Fatal(err)
 	}
-	end, err := e2.runs.WaitRun(ctx, run.ID)
-	if err != nil || end.Status != runtime.RunCompleted {
+	end, err := e2.runs.WaitRun(ctx, created.ID)
+	if err != nil || end.Status != run.RunCompleted {
 		t.Fatalf("resumed run: %+v, %v", end, err)
 	}
-	if res, _ := e2.runs.RunResult(ctx, run.ID); string(res) != `"released one"` {
+	if res, _ := e2.runs.RunResult(ctx, created.ID); string(res) != `"released one"` {
 		t.Fatalf("result %s", res)
 	}
 	if got := e2.echoed(); len(got) != 0 {
 		t.Fatalf("the completed step ran again after the restart: %v", got)
 	}
-	if err := e2.runs.Approve(ctx, run.ID, runtime.Approval{}); !errors.Is(err, runtime.ErrNoGate) {
+	if err := e2.runs.Approve(ctx, created.ID, run.Approval{}); !errors.Is(err, run.ErrNoGate) {
 		t.Fatalf("approving an ended run: %v", err)
 	}
 }
@@ -387,7 +388,7 @@ func TestDraftedRun(t *testing.T) {
 	reg, _ := tool.NewRegistry(echo)
 	p := llmtest.NewScripted("scripted", llmtest.Text(`{"steps":[{"id":"s","tool":"echo","args":{"text":"{{inputs.city}}"}}]}`))
 	var asked string
-	m, err := runtime.NewRuns(context.Background(), runtime.RunsConfig{Runs: db, Workflows: db, Tools: reg,
+	m, err := run.New(context.Background(), run.Config{Runs: db, Workflows: db, Tools: reg,
 		Models: scriptedModels{p}, DefaultModel: "scripted:m",
 		Memories: func(_ context.Context, goal string) []string {
 			asked = goal
@@ -398,16 +399,16 @@ func TestDraftedRun(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 	ctx := context.Background()
-	if _, err := m.CreateRun(ctx, runtime.RunRequest{Goal: "g", Config: runtime.RunConfig{PermissionMode: "bypass"}}); !errors.Is(err, runtime.ErrForbidden) {
+	if _, err := m.CreateRun(ctx, run.RunRequest{Goal: "g", Config: run.RunConfig{PermissionMode: "bypass"}}); !errors.Is(err, run.ErrForbidden) {
 		t.Fatalf("bypass without the server's consent: %v", err)
 	}
-	run, err := m.CreateRun(ctx, runtime.RunRequest{Goal: "weather report", Config: runtime.RunConfig{AutoApprove: true},
+	created, err := m.CreateRun(ctx, run.RunRequest{Goal: "weather report", Config: run.RunConfig{AutoApprove: true},
 		Inputs: json.RawMessage(`{"city":"Oslo"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, err := m.WaitRun(ctx, run.ID)
-	if err != nil || end.Status != runtime.RunCompleted || end.Summary != "Oslo" {
+	end, err := m.WaitRun(ctx, created.ID)
+	if err != nil || end.Status != run.RunCompleted || end.Summary != "Oslo" {
 		t.Fatalf("run %+v, %v", end, err)
 	}
 	reqs := p.Requests()
@@ -442,18 +443,18 @@ func TestUnansweredPermissionDenies(t *testing.T) {
 			return tool.Text("ok"), nil
 		})
 	reg, _ := tool.NewRegistry(note)
-	m, err := runtime.NewRuns(context.Background(), runtime.RunsConfig{Runs: db, Tools: reg, PermissionTimeout: 50 * time.Millisecond})
+	m, err := run.New(context.Background(), run.Config{Runs: db, Tools: reg, PermissionTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 	ctx := context.Background()
-	run, err := m.CreateRun(ctx, runtime.RunRequest{Goal: "g", Config: runtime.RunConfig{AutoApprove: true},
+	created, err := m.CreateRun(ctx, run.RunRequest{Goal: "g", Config: run.RunConfig{AutoApprove: true},
 		Workflow: mustPlan(t, `{"steps":[{"tool":"note","args":{"text":"x"}}]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := readRun(t, m, run.ID, 0, "error")
+	evs := readRun(t, m, created.ID, 0, "error")
 	if got := runTypes(evs); got != "plan_ready step_start permission_request step_complete error" {
 		t.Fatalf("events %s", got)
 	}
@@ -462,7 +463,7 @@ func TestUnansweredPermissionDenies(t *testing.T) {
 	if !strings.Contains(string(evs[3].Data), "no answer within 50ms") || ran.Load() {
 		t.Fatalf("step %s (ran %v)", evs[3].Data, ran.Load())
 	}
-	if err := m.AnswerPermission(run.ID, req.ID, true, ""); !errors.Is(err, runtime.ErrNotFound) {
+	if err := m.AnswerPermission(created.ID, req.ID, true, ""); !errors.Is(err, run.ErrNotFound) {
 		t.Fatalf("a late answer: %v", err)
 	}
 }

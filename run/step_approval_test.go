@@ -1,4 +1,4 @@
-package runtime_test
+package run_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
 )
 
 // TestStepApprovalShowsRenderedArgs: step_approval_requested carries the
@@ -28,14 +28,14 @@ func TestStepApprovalShowsRenderedArgs(t *testing.T) {
 			t.Parallel()
 			e := newRunEnv(t, "", &policy.Policy{Mode: permission.ModeAuto, Rules: mustRules(t, []string{"Tool(note)"})})
 			ctx := context.Background()
-			run, err := e.runs.CreateRun(ctx, runtime.RunRequest{Goal: "g", Config: runtime.RunConfig{AutoApprove: true},
+			created, err := e.runs.CreateRun(ctx, run.RunRequest{Goal: "g", Config: run.RunConfig{AutoApprove: true},
 				Inputs: json.RawMessage(`{"who":"bo"}`),
 				Workflow: mustPlan(t, `{"steps":[{"id":"g","tool":"echo","args":{"text":"hello"}},`+
 					`{"id":"n","tool":"note","args":`+tc.args+`,"dependsOn":["g"],"requiresApproval":true}]}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs := readRun(t, e.runs, run.ID, 0, "step_approval_requested")
+			evs := readRun(t, e.runs, created.ID, 0, "step_approval_requested")
 			var gate struct {
 				StepID string          `json:"stepId"`
 				Args   json.RawMessage `json:"args"`
@@ -46,10 +46,10 @@ func TestStepApprovalShowsRenderedArgs(t *testing.T) {
 			if gate.StepID != "n" || string(gate.Args) != tc.want {
 				t.Fatalf("step_approval_requested shows %s %s, want n %s", gate.StepID, gate.Args, tc.want)
 			}
-			if err := e.runs.Approve(ctx, run.ID, runtime.Approval{StepID: "n"}); err != nil {
+			if err := e.runs.Approve(ctx, created.ID, run.Approval{StepID: "n"}); err != nil {
 				t.Fatal(err)
 			}
-			rest := readRun(t, e.runs, run.ID, evs[len(evs)-1].Seq, "complete")
+			rest := readRun(t, e.runs, created.ID, evs[len(evs)-1].Seq, "complete")
 			var start struct {
 				StepID string          `json:"stepId"`
 				Args   json.RawMessage `json:"args"`

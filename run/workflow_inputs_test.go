@@ -1,4 +1,4 @@
-package runtime_test
+package run_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/record"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/schedule/schedtest"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -30,7 +30,7 @@ type findIn struct {
 // the arguments it was called with.
 type inputsEnv struct {
 	db   *sqlite.DB
-	runs *runtime.Runs
+	runs *run.Service
 	mu   sync.Mutex
 	got  []string
 }
@@ -53,7 +53,7 @@ func newInputsEnv(t *testing.T) *inputsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.runs, err = runtime.NewRuns(context.Background(), runtime.RunsConfig{Runs: db, Workflows: db, Tools: reg,
+	e.runs, err = run.New(context.Background(), run.Config{Runs: db, Workflows: db, Tools: reg,
 		Policy: func() *policy.Policy { return &policy.Policy{} }})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func (e *inputsEnv) calls() []string {
 
 func (e *inputsEnv) workflow(t *testing.T, args string, published bool) string {
 	t.Helper()
-	wf, err := e.runs.CreateWorkflow(context.Background(), runtime.WorkflowInput{
+	wf, err := e.runs.CreateWorkflow(context.Background(), run.WorkflowInput{
 		Name: ref("find"),
 		InputSchema: json.RawMessage(`{"type":"object","required":["pattern"],"properties":{
 			"pattern":{"type":"string"},"path":{"type":"string"},"depth":{"type":"integer","default":2}}}`),
@@ -111,9 +111,9 @@ func TestOmittedOptionalInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(e.calls())
-			run, err := e.runs.RunWorkflow(context.Background(), tc.wf, runtime.WorkflowRunRequest{Inputs: json.RawMessage(tc.inputs)})
+			created, err := e.runs.RunWorkflow(context.Background(), tc.wf, run.WorkflowRunRequest{Inputs: json.RawMessage(tc.inputs)})
 			if tc.wantErr != "" {
-				var ie *runtime.InputsError
+				var ie *run.InputsError
 				if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("RunWorkflow = %v, want an InputsError with %q", err, tc.wantErr)
 				}
@@ -125,7 +125,7 @@ func TestOmittedOptionalInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			end, err := e.runs.WaitRun(context.Background(), run.ID)
+			end, err := e.runs.WaitRun(context.Background(), created.ID)
 			if err != nil || end.Status != record.RunCompleted {
 				t.Fatalf("run ended %s %q (%v)", end.Status, end.Error, err)
 			}
@@ -148,7 +148,7 @@ func TestScheduleChecksItsWorkflow(t *testing.T) {
 	published := e.workflow(t, `{"pattern":"{{inputs.pattern}}"}`, true)
 	draft := e.workflow(t, `{"pattern":"{{inputs.pattern}}"}`, false)
 	clock := schedtest.NewFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	bg, err := runtime.NewBackground(context.Background(), runtime.BackgroundConfig{Runs: e.runs, Schedules: e.db, Clock: clock})
+	bg, err := run.NewBackground(context.Background(), run.BackgroundConfig{Runs: e.runs, Schedules: e.db, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +156,14 @@ func TestScheduleChecksItsWorkflow(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
-		req    runtime.ScheduleRequest
+		req    run.ScheduleRequest
 		target any
 		want   string
 	}{
-		{"unknown workflow", runtime.ScheduleRequest{WorkflowID: "wf_nope", Inputs: json.RawMessage(`{"pattern":"x"}`), IntervalSeconds: 60}, new(*runtime.InvalidError), `workflow "wf_nope" not found`},
-		{"unpublished workflow", runtime.ScheduleRequest{WorkflowID: draft, Inputs: json.RawMessage(`{"pattern":"x"}`), IntervalSeconds: 60}, new(*runtime.InvalidError), "is not published"},
-		{"missing required input", runtime.ScheduleRequest{WorkflowID: published, IntervalSeconds: 60}, new(*runtime.InputsError), `missing required input "pattern"`},
-		{"input of the wrong type", runtime.ScheduleRequest{WorkflowID: published, Inputs: json.RawMessage(`{"pattern":7}`), IntervalSeconds: 60}, new(*runtime.InputsError), `"pattern" must be string`},
+		{"unknown workflow", run.ScheduleRequest{WorkflowID: "wf_nope", Inputs: json.RawMessage(`{"pattern":"x"}`), IntervalSeconds: 60}, new(*record.InvalidError), `workflow "wf_nope" not found`},
+		{"unpublished workflow", run.ScheduleRequest{WorkflowID: draft, Inputs: json.RawMessage(`{"pattern":"x"}`), IntervalSeconds: 60}, new(*record.InvalidError), "is not published"},
+		{"missing required input", run.ScheduleRequest{WorkflowID: published, IntervalSeconds: 60}, new(*run.InputsError), `missing required input "pattern"`},
+		{"input of the wrong type", run.ScheduleRequest{WorkflowID: published, Inputs: json.RawMessage(`{"pattern":7}`), IntervalSeconds: 60}, new(*run.InputsError), `"pattern" must be string`},
 	} {
 		_, err := bg.Schedules.Create(ctx, tc.req)
 		if err == nil || !errors.As(err, tc.target) || !strings.Contains(err.Error(), tc.want) || errors.Is(err, record.ErrNotFound) {
@@ -174,7 +174,7 @@ func TestScheduleChecksItsWorkflow(t *testing.T) {
 		t.Fatalf("refused schedules were stored: %+v", list)
 	}
 
-	sch, err := bg.Schedules.Create(ctx, runtime.ScheduleRequest{WorkflowID: published, Inputs: json.RawMessage(`{"pattern":"x"}`), IntervalSeconds: 60})
+	sch, err := bg.Schedules.Create(ctx, run.ScheduleRequest{WorkflowID: published, Inputs: json.RawMessage(`{"pattern":"x"}`), IntervalSeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package run
 
 import (
 	"bytes"
@@ -53,9 +53,9 @@ type WorkflowRunRequest struct {
 // name run_workflow_<id>).
 func NewWorkflowID() string { return "wf_" + randHex(6) }
 
-func (m *Runs) workflows() (store.Workflows, error) {
+func (m *Service) workflows() (store.Workflows, error) {
 	if m.cfg.Workflows == nil {
-		return nil, errors.New("runtime: this server keeps no saved workflows (RunsConfig.Workflows is nil)")
+		return nil, errors.New("runtime: this server keeps no saved workflows (Config.Workflows is nil)")
 	}
 	return m.cfg.Workflows, nil
 }
@@ -97,19 +97,19 @@ func nullToNil(b json.RawMessage) json.RawMessage {
 // (known orchestratable tools, at most 64 steps, {{inputs.x}} only for
 // declared inputs, "@file:x" only for declared inputs), and a canvas that
 // is JSON.
-func (m *Runs) checkWorkflow(w record.Workflow) (plan.Plan, error) {
+func (m *Service) checkWorkflow(w record.Workflow) (plan.Plan, error) {
 	if w.Name == "" {
-		return plan.Plan{}, &InvalidError{errors.New("name is required")}
+		return plan.Plan{}, &record.InvalidError{Err: errors.New("name is required")}
 	}
 	if n := utf8.RuneCountInString(w.Name); n > maxWorkflowName {
-		return plan.Plan{}, &InvalidError{fmt.Errorf("name is %d characters long; the maximum is %d", n, maxWorkflowName)}
+		return plan.Plan{}, &record.InvalidError{Err: fmt.Errorf("name is %d characters long; the maximum is %d", n, maxWorkflowName)}
 	}
 	props, err := schemaInputs(w.InputSchema)
 	if err != nil {
 		return plan.Plan{}, err
 	}
 	if len(w.Canvas) > 0 && !json.Valid(w.Canvas) {
-		return plan.Plan{}, &InvalidError{errors.New("canvas is not valid JSON")}
+		return plan.Plan{}, &record.InvalidError{Err: errors.New("canvas is not valid JSON")}
 	}
 	p, err := decodePlan(w.Plan)
 	if err != nil {
@@ -130,20 +130,20 @@ func decodePlan(raw json.RawMessage) (plan.Plan, error) {
 	var p plan.Plan
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" {
-		return p, &InvalidError{errors.New("plan is required: the compiled AgentPlan {\"steps\": [...]}")}
+		return p, &record.InvalidError{Err: errors.New("plan is required: the compiled AgentPlan {\"steps\": [...]}")}
 	}
 	if t[0] != '{' {
-		return p, &InvalidError{errors.New("plan must be a JSON object {\"steps\": [...]}")}
+		return p, &record.InvalidError{Err: errors.New("plan must be a JSON object {\"steps\": [...]}")}
 	}
 	if err := json.Unmarshal(t, &p); err != nil {
-		return p, &InvalidError{fmt.Errorf("plan: %v", err)}
+		return p, &record.InvalidError{Err: fmt.Errorf("plan: %v", err)}
 	}
 	return p, nil
 }
 
 // CreateWorkflow validates and stores a new workflow (revision 1), and
 // offers it as a tool when it is published.
-func (m *Runs) CreateWorkflow(ctx context.Context, in WorkflowInput) (Workflow, error) {
+func (m *Service) CreateWorkflow(ctx context.Context, in WorkflowInput) (Workflow, error) {
 	st, err := m.workflows()
 	if err != nil {
 		return Workflow{}, err
@@ -163,7 +163,7 @@ func (m *Runs) CreateWorkflow(ctx context.Context, in WorkflowInput) (Workflow, 
 }
 
 // GetWorkflow returns a saved workflow.
-func (m *Runs) GetWorkflow(ctx context.Context, id string) (Workflow, error) {
+func (m *Service) GetWorkflow(ctx context.Context, id string) (Workflow, error) {
 	st, err := m.workflows()
 	if err != nil {
 		return Workflow{}, err
@@ -173,7 +173,7 @@ func (m *Runs) GetWorkflow(ctx context.Context, id string) (Workflow, error) {
 
 // ListWorkflows returns the saved workflows by name (only the published
 // ones when publishedOnly).
-func (m *Runs) ListWorkflows(ctx context.Context, publishedOnly bool) ([]Workflow, error) {
+func (m *Service) ListWorkflows(ctx context.Context, publishedOnly bool) ([]Workflow, error) {
 	st, err := m.workflows()
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (m *Runs) ListWorkflows(ctx context.Context, publishedOnly bool) ([]Workflo
 // in.Revision) > 0 it fails with ErrConflict unless that is the stored
 // revision. Publishing or unpublishing takes effect in the tool registry
 // at once.
-func (m *Runs) UpdateWorkflow(ctx context.Context, id string, in WorkflowInput, expectRevision int) (Workflow, error) {
+func (m *Service) UpdateWorkflow(ctx context.Context, id string, in WorkflowInput, expectRevision int) (Workflow, error) {
 	st, err := m.workflows()
 	if err != nil {
 		return Workflow{}, err
@@ -217,13 +217,13 @@ func (m *Runs) UpdateWorkflow(ctx context.Context, id string, in WorkflowInput, 
 
 // PublishWorkflow publishes (or unpublishes) a workflow: a published one
 // is the tool run_workflow_<id> from now on.
-func (m *Runs) PublishWorkflow(ctx context.Context, id string, published bool, expectRevision int) (Workflow, error) {
+func (m *Service) PublishWorkflow(ctx context.Context, id string, published bool, expectRevision int) (Workflow, error) {
 	return m.UpdateWorkflow(ctx, id, WorkflowInput{Published: &published}, expectRevision)
 }
 
 // DeleteWorkflow deletes a workflow and withdraws its tool. Runs of it
 // stay in the history.
-func (m *Runs) DeleteWorkflow(ctx context.Context, id string) error {
+func (m *Service) DeleteWorkflow(ctx context.Context, id string) error {
 	st, err := m.workflows()
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func (m *Runs) DeleteWorkflow(ctx context.Context, id string) error {
 
 // CopyWorkflow duplicates a workflow (plan, schema, canvas byte for byte)
 // as a new, unpublished one named name, or "<name> (copy)".
-func (m *Runs) CopyWorkflow(ctx context.Context, id, name string) (Workflow, error) {
+func (m *Service) CopyWorkflow(ctx context.Context, id, name string) (Workflow, error) {
 	src, err := m.GetWorkflow(ctx, id)
 	if err != nil {
 		return Workflow{}, err
@@ -260,7 +260,7 @@ func (m *Runs) CopyWorkflow(ctx context.Context, id, name string) (Workflow, err
 
 // syncTool makes the registry match a stored workflow: its tool while it
 // is published, none otherwise.
-func (m *Runs) syncTool(w record.Workflow) error {
+func (m *Service) syncTool(w record.Workflow) error {
 	if m.cfg.Tools == nil {
 		return nil
 	}
@@ -271,7 +271,7 @@ func (m *Runs) syncTool(w record.Workflow) error {
 	return m.registerTool(w)
 }
 
-func (m *Runs) registerTool(w record.Workflow) error {
+func (m *Service) registerTool(w record.Workflow) error {
 	if m.cfg.Tools == nil {
 		return nil
 	}
@@ -291,7 +291,7 @@ func (m *Runs) registerTool(w record.Workflow) error {
 // the inputs bound and checked: every missing required input and every
 // input of the wrong type is listed in one *InputsError; omitted optional
 // inputs get their schema default, or null.
-func (m *Runs) RunWorkflow(ctx context.Context, id string, req WorkflowRunRequest) (Run, error) {
+func (m *Service) RunWorkflow(ctx context.Context, id string, req WorkflowRunRequest) (Run, error) {
 	w, err := m.GetWorkflow(ctx, id)
 	if err != nil {
 		return Run{}, err
@@ -308,7 +308,7 @@ func (m *Runs) RunWorkflow(ctx context.Context, id string, req WorkflowRunReques
 // WaitRun. A caller's policy in ctx (a model's tool call that submitted
 // the task) is inherited as for a workflow called as a tool; otherwise
 // the server's applies and questions wait on the run's events.
-func (m *Runs) StartWorkflow(ctx context.Context, id string, inputs json.RawMessage) (string, error) {
+func (m *Service) StartWorkflow(ctx context.Context, id string, inputs json.RawMessage) (string, error) {
 	p, err := m.prepareStart(ctx, id, inputs)
 	if err != nil {
 		return "", err
@@ -322,7 +322,7 @@ func (m *Runs) StartWorkflow(ctx context.Context, id string, inputs json.RawMess
 }
 
 // prepareStart is StartWorkflow up to the launch: every check it makes.
-func (m *Runs) prepareStart(ctx context.Context, id string, inputs json.RawMessage) (*prepared, error) {
+func (m *Service) prepareStart(ctx context.Context, id string, inputs json.RawMessage) (*prepared, error) {
 	w, err := m.GetWorkflow(ctx, id)
 	if err != nil {
 		if errors.Is(err, record.ErrNotFound) {
@@ -331,7 +331,7 @@ func (m *Runs) prepareStart(ctx context.Context, id string, inputs json.RawMessa
 		return nil, err
 	}
 	if !w.Published {
-		return nil, &InvalidError{fmt.Errorf("workflow %q is not published: publish it to run it in the background", id)}
+		return nil, &record.InvalidError{Err: fmt.Errorf("workflow %q is not published: publish it to run it in the background", id)}
 	}
 	var caller *policy.Caller
 	if c, ok := policy.CallerFrom(ctx); ok {
@@ -343,15 +343,15 @@ func (m *Runs) prepareStart(ctx context.Context, id string, inputs json.RawMessa
 // CheckWorkflow makes StartWorkflow's checks without starting anything:
 // the workflow exists and is published, the inputs satisfy its input
 // schema, and its plan is valid under this server's tools and settings.
-// Schedules use it at creation. Its errors are typed (*InvalidError for an
+// Schedules use it at creation. Its errors are typed (*record.InvalidError for an
 // unknown or unpublished workflow, *InputsError, *ValidationError), so a
 // front door answers 400.
-func (m *Runs) CheckWorkflow(ctx context.Context, id string, inputs json.RawMessage) error {
+func (m *Service) CheckWorkflow(ctx context.Context, id string, inputs json.RawMessage) error {
 	_, err := m.prepareStart(ctx, id, inputs)
 	if errors.Is(err, record.ErrNotFound) {
 		// An unknown workflow makes the request wrong, not the schedule
 		// or task it is for missing.
-		return &InvalidError{fmt.Errorf("workflow %q not found", id)}
+		return &record.InvalidError{Err: fmt.Errorf("workflow %q not found", id)}
 	}
 	return err
 }
@@ -367,7 +367,7 @@ const callCancelGrace = 10 * time.Second
 // inside it count as granted and step gates open by themselves, while
 // deny rules and the danger floor still refuse. With no caller in ctx the
 // server's policy applies. Cancelling ctx cancels the run.
-func (m *Runs) CallWorkflow(ctx context.Context, id string, inputs json.RawMessage) (workflow.Outcome, error) {
+func (m *Service) CallWorkflow(ctx context.Context, id string, inputs json.RawMessage) (workflow.Outcome, error) {
 	w, err := m.GetWorkflow(ctx, id)
 	if err != nil {
 		if errors.Is(err, record.ErrNotFound) {
@@ -412,7 +412,7 @@ func (m *Runs) CallWorkflow(ctx context.Context, id string, inputs json.RawMessa
 
 // prepareWorkflow binds a workflow's inputs and files and validates its
 // plan for a run.
-func (m *Runs) prepareWorkflow(w record.Workflow, rawInputs json.RawMessage, grants []FileGrant, cfg *RunConfig, caller *policy.Caller) (*prepared, error) {
+func (m *Service) prepareWorkflow(w record.Workflow, rawInputs json.RawMessage, grants []FileGrant, cfg *RunConfig, caller *policy.Caller) (*prepared, error) {
 	schema, err := schemaInputs(w.InputSchema)
 	if err != nil {
 		return nil, err
@@ -542,20 +542,20 @@ func schemaInputs(raw json.RawMessage) (inputSchema, error) {
 		return s, nil
 	}
 	if t[0] != '{' || json.Unmarshal(t, &s) != nil {
-		return s, &InvalidError{errors.New("inputSchema must be a JSON Schema object")}
+		return s, &record.InvalidError{Err: errors.New("inputSchema must be a JSON Schema object")}
 	}
 	if len(s.Type) > 0 && string(s.Type) != `"object"` {
-		return s, &InvalidError{fmt.Errorf("inputSchema must have type \"object\", not %s", s.Type)}
+		return s, &record.InvalidError{Err: fmt.Errorf("inputSchema must have type \"object\", not %s", s.Type)}
 	}
 	for _, r := range s.Required {
 		if _, ok := s.Properties[r]; !ok {
-			return s, &InvalidError{fmt.Errorf("inputSchema requires %q but does not declare it in properties", r)}
+			return s, &record.InvalidError{Err: fmt.Errorf("inputSchema requires %q but does not declare it in properties", r)}
 		}
 	}
 	err := tool.ValidateInput(tool.Spec{Name: "inputs", InputSchema: t}, json.RawMessage("{}"))
 	var ie *tool.InputError
 	if err != nil && !errors.As(err, &ie) {
-		return s, &InvalidError{fmt.Errorf("inputSchema does not compile: %v", err)}
+		return s, &record.InvalidError{Err: fmt.Errorf("inputSchema does not compile: %v", err)}
 	}
 	return s, nil
 }

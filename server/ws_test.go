@@ -23,7 +23,7 @@ import (
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -43,7 +43,7 @@ type wsNoteIn struct {
 type wsRig struct {
 	t   *testing.T
 	p   *llmtest.Scripted
-	rt  *runtime.Runtime
+	rt  *session.Service
 	db  *sqlite.DB
 	url string
 	// stop ends every connection as a server shutdown would.
@@ -84,7 +84,7 @@ func newWSRig(t *testing.T, o wsRigOptions, scripts ...llmtest.Script) *wsRig {
 	}
 	p := llmtest.NewScripted("scripted", scripts...)
 	logger := slog.New(slog.DiscardHandler)
-	rt, err := runtime.New(runtime.Config{Store: db, Models: wsModels{p}, DefaultModel: "scripted:m", Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: wsModels{p}, DefaultModel: "scripted:m", Tools: reg,
 		PermissionTimeout: 5 * time.Second, Logger: logger,
 		Retry: agent.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 	if err != nil {
@@ -654,11 +654,11 @@ func TestWSCreateValidatesTheID(t *testing.T) {
 		if ev.Type != "error" || ev.Code != errInvalidRequest || !strings.Contains(ev.Message, "session_id must be") {
 			t.Errorf("%s: got %s (session %q, created %v), want the session id rule", tc.name, ev.Type, quote(ev.SessionID), ev.Created)
 		}
-		if _, err := rig.rt.GetSession(context.Background(), tc.id); !errors.Is(err, runtime.ErrNotFound) {
+		if _, err := rig.rt.GetSession(context.Background(), tc.id); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("%s: the session exists (%v)", tc.name, err)
 		}
 	}
-	page, err := rig.rt.ListSessions(context.Background(), runtime.ListOptions{})
+	page, err := rig.rt.ListSessions(context.Background(), session.ListOptions{})
 	if err != nil || len(page.Sessions) != 2 {
 		t.Fatalf("%d sessions (%v), want the 2 valid ones", len(page.Sessions), err)
 	}

@@ -1,4 +1,4 @@
-package runtime_test
+package session_test
 
 import (
 	"context"
@@ -18,7 +18,8 @@ import (
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -115,7 +116,7 @@ func TestCrashEndsTheTurnAndKeepsTheMessages(t *testing.T) {
 		afterSave bool
 		want      []string // the conversation after the restart
 	}{
-		{"mid-turn", false, []string{"user:talk for a while", "assistant:" + runtime.InterruptedText}},
+		{"mid-turn", false, []string{"user:talk for a while", "assistant:" + session.InterruptedText}},
 		{"after the turn saved", true, []string{"user:talk for a while", "assistant:word word word "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,16 +133,16 @@ func TestCrashEndsTheTurnAndKeepsTheMessages(t *testing.T) {
 				script = llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock(strings.Split(strings.Repeat("word ", 200), " ")...)}, Delay: 10 * time.Millisecond}
 			}
 			p := llmtest.NewScripted("scripted", script)
-			rt, err := runtime.New(runtime.Config{Store: cs, Models: models{p}, DefaultModel: "scripted:m"})
+			rt, err := session.New(session.Config{Store: cs, Models: models{p}, DefaultModel: "scripted:m"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			s, _ := rt.CreateSession(ctx, "s")
-			first, err := rt.Send(ctx, s.ID, "talk for a while", runtime.TurnOptions{})
+			first, err := rt.Send(ctx, s.ID, "talk for a while", session.TurnOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			queued, err := rt.Send(ctx, s.ID, "and then this", runtime.TurnOptions{})
+			queued, err := rt.Send(ctx, s.ID, "and then this", session.TurnOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +188,7 @@ func TestCrashEndsTheTurnAndKeepsTheMessages(t *testing.T) {
 			}
 			defer db2.Close()
 			p2 := llmtest.NewScripted("scripted", llmtest.Text("fresh answer"))
-			rt2, err := runtime.New(runtime.Config{Store: db2, Models: models{p2}, DefaultModel: "scripted:m"})
+			rt2, err := session.New(session.Config{Store: db2, Models: models{p2}, DefaultModel: "scripted:m"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +209,7 @@ func TestCrashEndsTheTurnAndKeepsTheMessages(t *testing.T) {
 			if !strings.Contains(string(errEv.Data), `"stop_reason":"interrupted"`) || !strings.Contains(string(done.Data), `"stop_reason":"interrupted"`) || done.Seq <= errEv.Seq {
 				t.Fatalf("the cut-off turn ended with %s %s / %s %s", errEv.Type, errEv.Data, done.Type, done.Data)
 			}
-			var m runtime.MessageData
+			var m session.MessageData
 			dropped := next(t, rctx, r2, "message_dropped")
 			if err := json.Unmarshal(dropped.Data, &m); err != nil || m.MessageSeq != queued || m.Reason != "interrupted" {
 				t.Fatalf("message_dropped %s, want message_seq %d reason interrupted", dropped.Data, queued)
@@ -221,7 +222,7 @@ func TestCrashEndsTheTurnAndKeepsTheMessages(t *testing.T) {
 				t.Fatalf("open turns after recovery: %+v, %v", open, err)
 			}
 			// The session goes on, after every seq anyone saw.
-			seq, err := rt2.Send(ctx, s.ID, "are you there?", runtime.TurnOptions{})
+			seq, err := rt2.Send(ctx, s.ID, "are you there?", session.TurnOptions{})
 			if err != nil || seq <= done.Seq {
 				t.Fatalf("Send after the restart = %d, %v", seq, err)
 			}
@@ -260,7 +261,7 @@ func TestDeletedSessionTurnWritesNothing(t *testing.T) {
 		llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("c1", "Hold", `{"text":"x"}`)}},
 		llmtest.Text("the old turn's answer"),
 	)
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
 		Policy: &policy.Policy{Mode: permission.ModeBypass}})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +269,7 @@ func TestDeletedSessionTurnWritesNothing(t *testing.T) {
 	if _, err := rt.CreateSession(ctx, "same"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Send(ctx, "same", "hold on", runtime.TurnOptions{}); err != nil {
+	if _, err := rt.Send(ctx, "same", "hold on", session.TurnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
@@ -341,7 +342,7 @@ func TestRewind(t *testing.T) {
 	}
 	defer db.Close()
 	p := &rejecting{}
-	rt, err := runtime.New(runtime.Config{Store: db, Models: one{p}, DefaultModel: "p:m"})
+	rt, err := session.New(session.Config{Store: db, Models: one{p}, DefaultModel: "p:m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestRewind(t *testing.T) {
 	s, _ := rt.CreateSession(ctx, "")
 	turn := func(prompt, wantStop string) int64 {
 		t.Helper()
-		seq, err := rt.Send(ctx, s.ID, prompt, runtime.TurnOptions{})
+		seq, err := rt.Send(ctx, s.ID, prompt, session.TurnOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +377,7 @@ func TestRewind(t *testing.T) {
 
 	before, _ := rt.GetSession(ctx, s.ID)
 	at := poison - 1
-	d, err := rt.Rewind(ctx, s.ID, runtime.RewindTo{ToSeq: &at})
+	d, err := rt.Rewind(ctx, s.ID, session.RewindTo{ToSeq: &at})
 	if err != nil || d.Messages != 2 || d.Removed != 4 || d.Seq != before.LastSeq+1 {
 		t.Fatalf("Rewind to seq %d = %+v, %v", at, d, err)
 	}
@@ -394,40 +395,40 @@ func TestRewind(t *testing.T) {
 	// To a seq before an earlier rewind: what that rewind removed stays
 	// removed, and what came after the seq goes.
 	at = poison - 1
-	if d, err := rt.Rewind(ctx, s.ID, runtime.RewindTo{ToSeq: &at}); err != nil || d.Messages != 2 || d.Removed != 2 || conv() != "user:one|assistant:answer 1" {
+	if d, err := rt.Rewind(ctx, s.ID, session.RewindTo{ToSeq: &at}); err != nil || d.Messages != 2 || d.Removed != 2 || conv() != "user:one|assistant:answer 1" {
 		t.Fatalf("Rewind to seq %d again = %+v, %v: %s", at, d, err, conv())
 	}
 	// A message's own seq is before its turn started: rewinding to it
 	// takes the turn out too.
 	at = 1
-	if d, err := rt.Rewind(ctx, s.ID, runtime.RewindTo{ToSeq: &at}); err != nil || d.Messages != 0 || conv() != "" {
+	if d, err := rt.Rewind(ctx, s.ID, session.RewindTo{ToSeq: &at}); err != nil || d.Messages != 0 || conv() != "" {
 		t.Fatalf("Rewind to seq 1 = %+v, %v: %s", d, err, conv())
 	}
 	turn("three again", "end_turn")
 	_ = three
 	n := 0
-	if d, err := rt.Rewind(ctx, s.ID, runtime.RewindTo{Messages: &n}); err != nil || d.Removed != 2 || conv() != "" {
+	if d, err := rt.Rewind(ctx, s.ID, session.RewindTo{Messages: &n}); err != nil || d.Removed != 2 || conv() != "" {
 		// (the turn "three again" was the whole conversation)
 		t.Fatalf("Rewind to 0 messages = %+v, %v: %s", d, err, conv())
 	}
 
 	turn("four", "end_turn")
 	last, _ := rt.GetSession(ctx, s.ID)
-	bad := []runtime.RewindTo{
+	bad := []session.RewindTo{
 		{},
 		{ToSeq: ptr64(1), Messages: &n},
 		{ToSeq: ptr64(last.LastSeq + 1)},
 		{ToSeq: ptr64(-1)},
 		{Messages: ptrInt(5)},
 	}
-	bad = append(bad, runtime.RewindTo{Messages: ptrInt(1)}) // would end with a user message
+	bad = append(bad, session.RewindTo{Messages: ptrInt(1)}) // would end with a user message
 	for _, to := range bad {
-		var inv *runtime.InvalidError
+		var inv *record.InvalidError
 		if _, err := rt.Rewind(ctx, s.ID, to); !errors.As(err, &inv) {
 			t.Errorf("Rewind(%+v) = %v, want an InvalidError", to, err)
 		}
 	}
-	if _, err := rt.Rewind(ctx, "sess_nope", runtime.RewindTo{Messages: &n}); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := rt.Rewind(ctx, "sess_nope", session.RewindTo{Messages: &n}); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Rewind of an unknown session = %v", err)
 	}
 }
@@ -441,32 +442,32 @@ func TestRewindBusy(t *testing.T) {
 	defer rt.Shutdown(context.Background())
 	ctx := context.Background()
 	s, _ := rt.CreateSession(ctx, "")
-	seq, _ := rt.Send(ctx, s.ID, "block", runtime.TurnOptions{})
+	seq, _ := rt.Send(ctx, s.ID, "block", session.TurnOptions{})
 	r := rt.Subscribe(s.ID, seq-1)
 	defer r.Close()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	next(t, rctx, r, "tool_use")
 	n := 0
-	if _, err := rt.Rewind(ctx, s.ID, runtime.RewindTo{Messages: &n}); !errors.Is(err, runtime.ErrBusy) {
+	if _, err := rt.Rewind(ctx, s.ID, session.RewindTo{Messages: &n}); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("Rewind during a turn = %v, want ErrBusy", err)
 	}
 	rt.Cancel(s.ID)
 	next(t, rctx, r, "done")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err := rt.Rewind(ctx, s.ID, runtime.RewindTo{Messages: &n})
+		_, err := rt.Rewind(ctx, s.ID, session.RewindTo{Messages: &n})
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, runtime.ErrBusy) || time.Now().After(deadline) {
+		if !errors.Is(err, session.ErrBusy) || time.Now().After(deadline) {
 			t.Fatalf("Rewind after the turn = %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func readTurnUntil(t *testing.T, rt *runtime.Runtime, id string, after int64, want string) event.Event {
+func readTurnUntil(t *testing.T, rt *session.Service, id string, after int64, want string) event.Event {
 	t.Helper()
 	r := rt.Subscribe(id, after)
 	defer r.Close()

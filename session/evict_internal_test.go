@@ -1,4 +1,4 @@
-package runtime
+package session
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func (c *clock) advance(d time.Duration) {
 }
 
 // runTurn sends prompt and waits for its done.
-func runTurn(t *testing.T, rt *Runtime, id, prompt string) {
+func runTurn(t *testing.T, rt *Service, id, prompt string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -75,7 +75,7 @@ func runTurn(t *testing.T, rt *Runtime, id, prompt string) {
 	}
 }
 
-func liveCount(rt *Runtime) int {
+func liveCount(rt *Service) int {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return len(rt.live)
@@ -142,7 +142,7 @@ func TestIdleSessionsAreEvicted(t *testing.T) {
 		t.Fatalf("after eviction the model saw %q", got)
 	}
 
-	// Idle for IdleEvict: everything goes at the next use of the runtime.
+	// Idle for IdleEvict: everything goes at the next use of the session.
 	clk.advance(2 * time.Minute)
 	if _, err := rt.SessionPermissions(ctx, ids[1]); err != nil {
 		t.Fatal(err)
@@ -204,20 +204,4 @@ func TestBusySessionsAreNotEvicted(t *testing.T) {
 	running.mu.Lock()
 	running.running = false
 	running.mu.Unlock()
-}
-
-// TestAnsweredIDsBounded: the answered permission ids a session remembers
-// (for 409 on a second answer) are bounded, oldest forgotten first.
-func TestAnsweredIDsBounded(t *testing.T) {
-	t.Parallel()
-	l := &live{}
-	for i := range 3 * maxAnsweredIDs {
-		l.rememberAnswered(fmt.Sprintf("perm_%d", i))
-	}
-	if len(l.answeredIDs) != maxAnsweredIDs || len(l.answeredFIFO) != maxAnsweredIDs {
-		t.Fatalf("%d answered ids remembered, want %d", len(l.answeredIDs), maxAnsweredIDs)
-	}
-	if !l.answeredIDs[fmt.Sprintf("perm_%d", 3*maxAnsweredIDs-1)] || l.answeredIDs["perm_0"] {
-		t.Fatal("kept the oldest instead of the newest")
-	}
 }

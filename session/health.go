@@ -1,4 +1,4 @@
-package runtime
+package session
 
 import (
 	"context"
@@ -14,7 +14,7 @@ type pinger interface {
 // Health reports whether the runtime can serve requests: ErrClosed once
 // it is shutting down, an error when its store does not answer (through
 // the store's Ping, or else a one-row read) within ctx.
-func (rt *Runtime) Health(ctx context.Context) error {
+func (rt *Service) Health(ctx context.Context) error {
 	rt.mu.Lock()
 	closed := rt.closed
 	rt.mu.Unlock()

@@ -1,4 +1,4 @@
-package runtime_test
+package session_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/weft-run/weft/llm/llmtest"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 )
@@ -32,7 +32,7 @@ func TestHealth(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rt, err := runtime.New(runtime.Config{Store: tc.wrap(db), Models: models{llmtest.NewScripted("scripted")}, DefaultModel: "scripted:m"})
+				rt, err := session.New(session.Config{Store: tc.wrap(db), Models: models{llmtest.NewScripted("scripted")}, DefaultModel: "scripted:m"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -41,14 +41,14 @@ func TestHealth(t *testing.T) {
 				}
 				if breakIt == "close the store" {
 					_ = db.Close()
-					if err := rt.Health(ctx); err == nil || errors.Is(err, runtime.ErrClosed) {
+					if err := rt.Health(ctx); err == nil || errors.Is(err, session.ErrClosed) {
 						t.Fatalf("store closed: %v", err)
 					}
 					_ = rt.Shutdown(ctx)
 					continue
 				}
 				_ = rt.Shutdown(ctx)
-				if err := rt.Health(ctx); !errors.Is(err, runtime.ErrClosed) {
+				if err := rt.Health(ctx); !errors.Is(err, session.ErrClosed) {
 					t.Fatalf("shut down: %v", err)
 				}
 				_ = db.Close()

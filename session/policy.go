@@ -1,17 +1,15 @@
-package runtime
+package session
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
@@ -21,26 +19,9 @@ import (
 	"github.com/weft-run/weft/tool"
 )
 
-// ErrForbidden is returned for a change the server's posture does not
-// allow (choosing bypass when the server was not started with it).
-var ErrForbidden = errors.New("forbidden")
-
-// InvalidError is a request the runtime refuses as malformed (a rule that
-// does not parse); front doors map it to a 400.
-type InvalidError struct{ Err error }
-
-func (e *InvalidError) Error() string { return e.Err.Error() }
-func (e *InvalidError) Unwrap() error { return e.Err }
-
 // Permissions is the wire shape of a permission posture: Claude Code's
 // "permissions" settings object.
 type Permissions = policy.Permissions
-
-// AuditEntry and AuditQuery are the audit trail's types.
-type (
-	AuditEntry = record.AuditEntry
-	AuditQuery = record.AuditQuery
-)
 
 // sessionPolicy is a session's own permissions, layered on the server's.
 type sessionPolicy struct {
@@ -52,7 +33,7 @@ type sessionPolicy struct {
 // policyFor is the effective policy of one session's turn: the server's,
 // plus the session's rules (a union, so a server deny still wins) and its
 // mode when it sets one.
-func (rt *Runtime) policyFor(l *live) *policy.Policy {
+func (rt *Service) policyFor(l *live) *policy.Policy {
 	p := rt.ServerPolicy()
 	p.SessionID = l.id
 	l.mu.Lock()
@@ -69,7 +50,7 @@ func (rt *Runtime) policyFor(l *live) *policy.Policy {
 }
 
 // loadOverride reads the session's permissions from its metadata once.
-func (rt *Runtime) loadOverride(ctx context.Context, l *live) error {
+func (rt *Service) loadOverride(ctx context.Context, l *live) error {
 	l.mu.Lock()
 	done := l.override != nil
 	l.mu.Unlock()
@@ -99,7 +80,7 @@ func (rt *Runtime) loadOverride(ctx context.Context, l *live) error {
 }
 
 // ServerPermissions returns the server-wide permissions.
-func (rt *Runtime) ServerPermissions() Permissions {
+func (rt *Service) ServerPermissions() Permissions {
 	p := rt.ServerPolicy()
 	return policy.Render(p.Rules, p.Mode, p.ExtraDirs)
 }
@@ -107,10 +88,10 @@ func (rt *Runtime) ServerPermissions() Permissions {
 // SetServerPermissions replaces the server-wide permissions (rules, mode,
 // directories); sessions see them from their next tool call. It does not
 // persist across restarts: the settings files are the durable source.
-func (rt *Runtime) SetServerPermissions(ctx context.Context, p Permissions) error {
+func (rt *Service) SetServerPermissions(ctx context.Context, p Permissions) error {
 	rules, mode, err := policy.ParsePermissions("permissions", p)
 	if err != nil {
-		return &InvalidError{err}
+		return &record.InvalidError{Err: err}
 	}
 	if mode == "" {
 		mode = permission.ModeDefault
@@ -129,7 +110,7 @@ func (rt *Runtime) SetServerPermissions(ctx context.Context, p Permissions) erro
 
 // SessionPermissions returns a session's own permissions (empty when it
 // has none) and the effective mode.
-func (rt *Runtime) SessionPermissions(ctx context.Context, id string) (Permissions, error) {
+func (rt *Service) SessionPermissions(ctx context.Context, id string) (Permissions, error) {
 	// Known sessions only: no in-memory state for ids that do not exist.
 	if _, err := rt.cfg.Store.GetSession(ctx, id); err != nil {
 		return Permissions{}, err
@@ -150,10 +131,10 @@ func (rt *Runtime) SessionPermissions(ctx context.Context, id string) (Permissio
 // SetSessionPermissions replaces a session's own permissions, stored with
 // the session so they survive a restart. Its rules add to the server's
 // (a server deny still wins); its mode replaces the server's.
-func (rt *Runtime) SetSessionPermissions(ctx context.Context, id string, p Permissions) error {
+func (rt *Service) SetSessionPermissions(ctx context.Context, id string, p Permissions) error {
 	rules, mode, err := policy.ParsePermissions("permissions", p)
 	if err != nil {
-		return &InvalidError{err}
+		return &record.InvalidError{Err: err}
 	}
 	if mode == permission.ModeBypass && !rt.cfg.AllowBypass {
 		return fmt.Errorf("%w: bypass mode must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
@@ -185,7 +166,7 @@ func (rt *Runtime) SetSessionPermissions(ctx context.Context, id string, p Permi
 }
 
 // ToolSpecs lists the tools sessions get, as they are now.
-func (rt *Runtime) ToolSpecs() []tool.Spec {
+func (rt *Service) ToolSpecs() []tool.Spec {
 	if rt.cfg.Tools == nil {
 		return nil
 	}
@@ -193,7 +174,7 @@ func (rt *Runtime) ToolSpecs() []tool.Spec {
 }
 
 // Audit reads the audit trail.
-func (rt *Runtime) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+func (rt *Service) Audit(ctx context.Context, q record.AuditQuery) ([]record.AuditEntry, error) {
 	if rt.cfg.Audits == nil {
 		return nil, errors.New("this server keeps no audit trail in its database")
 	}
@@ -204,7 +185,7 @@ func (rt *Runtime) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error
 type PluginInfo = hook.PluginInfo
 
 // Plugins lists the plugins that contribute hooks, with their trust.
-func (rt *Runtime) Plugins() []PluginInfo {
+func (rt *Service) Plugins() []PluginInfo {
 	if rt.hooks == nil {
 		return nil
 	}
@@ -213,7 +194,7 @@ func (rt *Runtime) Plugins() []PluginInfo {
 
 // TrustPlugin lets a plugin's hooks run (from the next call on), or stops
 // them again.
-func (rt *Runtime) TrustPlugin(id string, trust bool) error {
+func (rt *Service) TrustPlugin(id string, trust bool) error {
 	m := rt.hooks
 	if m == nil {
 		return ErrNotFound
@@ -240,7 +221,7 @@ func (rt *Runtime) TrustPlugin(id string, trust bool) error {
 
 // fireHook runs observer hooks of the runtime's own events in the
 // background: they never hold up a request.
-func (rt *Runtime) fireHook(ev hook.Event, sessionID string, fill func(*hook.Input)) {
+func (rt *Service) fireHook(ev hook.Event, sessionID string, fill func(*hook.Input)) {
 	m := rt.hooks
 	if m == nil || !m.Has(ev) {
 		return
@@ -263,7 +244,7 @@ func redactor(sec *secret.Set) func([]byte) []byte {
 	return sec.RedactJSON
 }
 
-func (rt *Runtime) redact(s string) string {
+func (rt *Service) redact(s string) string {
 	if sec := rt.secrets; sec != nil && sec.Len() > 0 {
 		return sec.Redact(s)
 	}
@@ -272,35 +253,13 @@ func (rt *Runtime) redact(s string) string {
 
 // redactMessages replaces secret values in every field of messages (text,
 // tool inputs, tool results, at any depth) before they are stored.
-func (rt *Runtime) redactMessages(msgs []llm.Message) []llm.Message {
+func (rt *Service) redactMessages(msgs []llm.Message) []llm.Message {
 	return secret.Redacted(rt.secrets, msgs)
-}
-
-// PermissionRequestData is the payload of a permission_request event
-// (seed 000): answer it with Runtime.Answer(session, ID, ...).
-type PermissionRequestData struct {
-	ID       string          `json:"id"`
-	ToolName string          `json:"tool_name"`
-	Input    json.RawMessage `json:"input"`
-	Message  string          `json:"message"`
-	ToolUse  string          `json:"tool_use_id"`
-	Reason   string          `json:"reason,omitempty"`
-}
-
-// CheckpointData is the payload of a checkpoint event: a tool that needs
-// confirmation before it runs (seed 000's CheckpointEvent). It is answered
-// like a permission request, on the same endpoint.
-type CheckpointData struct {
-	ID         string          `json:"id"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolName   string          `json:"tool_name"`
-	Input      json.RawMessage `json:"input"`
-	Message    string          `json:"message"`
 }
 
 // approver is the human of a session's policy: it asks through a
 // permission_request event and waits for Answer.
-func (rt *Runtime) approver(l *live) agent.ApproveFunc {
+func (rt *Service) approver(l *live) agent.ApproveFunc {
 	return func(ctx context.Context, req agent.ApprovalRequest) agent.Decision {
 		input := json.RawMessage(req.Input)
 		if len(input) == 0 {
@@ -311,43 +270,35 @@ func (rt *Runtime) approver(l *live) agent.ApproveFunc {
 			in.Message, in.Level, in.ToolName = msg, "info", req.ToolName
 		})
 		return rt.ask(ctx, l, event.PermissionRequest, func(id string) any {
-			return PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason}
+			return event.PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason}
 		})
 	}
 }
 
 // checkpointer confirms irreversible calls through a checkpoint event.
-func (rt *Runtime) checkpointer(l *live) policy.Checkpoint {
+func (rt *Service) checkpointer(l *live) policy.Checkpoint {
 	return func(ctx context.Context, req policy.CheckpointRequest) bool {
 		d := rt.ask(ctx, l, event.Checkpoint, func(id string) any {
-			return CheckpointData{ID: id, ToolCallID: req.ToolCallID, ToolName: req.ToolName, Input: req.Input, Message: req.Message}
+			return event.CheckpointData{ID: id, ToolCallID: req.ToolCallID, ToolName: req.ToolName, Input: req.Input, Message: req.Message}
 		})
 		return d.Allow
 	}
 }
 
-// ask records a question event (permission_request, checkpoint) and waits
-// for its answer, the permission timeout or the turn's end.
-func (rt *Runtime) ask(ctx context.Context, l *live, typ string, payload func(id string) any) agent.Decision {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "perm_"
+// ask opens a question (permission_request, checkpoint) in the approval
+// broker, records the event that announces it and waits for its answer,
+// the permission timeout or the turn's end. The question is open before
+// the event is visible, so that an answer sent on seeing it finds it.
+func (rt *Service) ask(ctx context.Context, l *live, typ string, payload func(id string) any) agent.Decision {
+	kind := approval.Permission
 	if typ == event.Checkpoint {
-		prefix = "ckpt_"
+		kind = approval.Checkpoint
 	}
-	p := &permRequest{id: prefix + hex.EncodeToString(b[:]), answer: make(chan agent.Decision, 1)}
-	l.mu.Lock()
-	l.perms[p.id] = p
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		// An expired request is gone (404); an answered one is
-		// remembered in answeredIDs (409 on a second answer).
-		p.answered = true
-		delete(l.perms, p.id)
-		l.mu.Unlock()
-	}()
-	data := payload(p.id)
+	q, err := rt.approvals.Open(l.scope, kind, "")
+	if err != nil {
+		return agent.Deny("the request could not be recorded")
+	}
+	data := payload(q.ID)
 	l.mu.Lock()
 	w := l.writer
 	l.mu.Unlock()
@@ -356,16 +307,27 @@ func (rt *Runtime) ask(ctx context.Context, l *live, typ string, payload func(id
 		// visible before anyone is asked to answer.
 		w.sync(typ, data)
 	} else if _, err := rt.appendTo(context.WithoutCancel(ctx), l, typ, data); err != nil {
+		q.Close()
 		return agent.Deny("the request could not be recorded")
 	}
-	t := time.NewTimer(rt.cfg.PermissionTimeout)
-	defer t.Stop()
-	select {
-	case d := <-p.answer:
-		return d
-	case <-t.C:
+	a, err := q.Wait(ctx, rt.cfg.PermissionTimeout)
+	switch {
+	case err == nil:
+		return agent.Decision{Allow: a.Allow, Reason: a.Reason}
+	case errors.Is(err, approval.ErrTimeout):
 		return agent.Deny(fmt.Sprintf("no answer to the %s within %s", strings.ReplaceAll(typ, "_", " "), rt.cfg.PermissionTimeout))
-	case <-ctx.Done():
+	default:
 		return agent.Deny("the turn was cancelled")
 	}
 }
+
+// FireHook fires the server's hooks for ev, as the session service does
+// for its own events (background tasks fire task_created and
+// task_completed through it: run.BackgroundConfig.Hooks).
+func (rt *Service) FireHook(ev hook.Event, sessionID string, fill func(*hook.Input)) {
+	rt.fireHook(ev, sessionID, fill)
+}
+
+// Secrets are the server policy's secrets (no API call replaces them),
+// for the background tasks' output.
+func (rt *Service) Secrets() *secret.Set { return rt.secrets }

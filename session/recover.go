@@ -1,4 +1,4 @@
-package runtime
+package session
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const StopInterrupted = event.StopInterrupted
 // then end, and the messages are all accounted for. A graceful shutdown
 // leaves nothing to do here: it ends turns and drops queued messages
 // itself.
-func (rt *Runtime) recoverTurns(ctx context.Context) error {
+func (rt *Service) recoverTurns(ctx context.Context) error {
 	open, err := rt.cfg.Store.ListOpenTurns(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime: finding turns a crash cut off: %w", err)
@@ -42,7 +42,7 @@ func (rt *Runtime) recoverTurns(ctx context.Context) error {
 	return nil
 }
 
-func (rt *Runtime) recoverSession(ctx context.Context, ot record.OpenTurns) error {
+func (rt *Service) recoverSession(ctx context.Context, ot record.OpenTurns) error {
 	l, err := rt.session(ot.SessionID)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package runtime
+package session
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/record"
 )
 
 // EventSessionRewound is the event a rewind appends: the event log itself
@@ -42,12 +43,12 @@ type RewindData struct {
 // Rewind cuts the session's conversation back (to a seq or a message
 // count) and records a session_rewound event. It fails with ErrBusy while
 // a turn runs or messages wait, with ErrNotFound for an unknown session,
-// and with an *InvalidError for a position that does not exist or a cut
+// and with an *record.InvalidError for a position that does not exist or a cut
 // that would leave the conversation invalid. Cutting nothing is not an
 // error: the event records Removed 0.
-func (rt *Runtime) Rewind(ctx context.Context, sessionID string, to RewindTo) (RewindData, error) {
+func (rt *Service) Rewind(ctx context.Context, sessionID string, to RewindTo) (RewindData, error) {
 	if (to.ToSeq == nil) == (to.Messages == nil) {
-		return RewindData{}, &InvalidError{errors.New("give exactly one of to_seq and messages")}
+		return RewindData{}, &record.InvalidError{Err: errors.New("give exactly one of to_seq and messages")}
 	}
 	sess, err := rt.cfg.Store.GetSession(ctx, sessionID)
 	if err != nil {
@@ -90,15 +91,15 @@ func (rt *Runtime) Rewind(ctx context.Context, sessionID string, to RewindTo) (R
 	case to.Messages != nil:
 		keep = *to.Messages
 		if keep < 0 || keep > len(h) {
-			return RewindData{}, &InvalidError{fmt.Errorf("messages %d: the conversation has %d", keep, len(h))}
+			return RewindData{}, &record.InvalidError{Err: fmt.Errorf("messages %d: the conversation has %d", keep, len(h))}
 		}
 		if keep > 0 && h[keep-1].Role == llm.RoleUser {
-			return RewindData{}, &InvalidError{fmt.Errorf("messages %d would end the conversation with a user message (it would be merged into the next prompt); keep %d or %d", keep, keep-1, keep+1)}
+			return RewindData{}, &record.InvalidError{Err: fmt.Errorf("messages %d would end the conversation with a user message (it would be merged into the next prompt); keep %d or %d", keep, keep-1, keep+1)}
 		}
 	default:
 		n := *to.ToSeq
 		if n < 0 || n > sess.LastSeq {
-			return RewindData{}, &InvalidError{fmt.Errorf("to_seq %d: the session's events are 1 to %d", n, sess.LastSeq)}
+			return RewindData{}, &record.InvalidError{Err: fmt.Errorf("to_seq %d: the session's events are 1 to %d", n, sess.LastSeq)}
 		}
 		if keep, err = rt.lengthAt(ctx, sessionID, n, len(h)); err != nil {
 			return RewindData{}, err
@@ -122,7 +123,7 @@ func (rt *Runtime) Rewind(ctx context.Context, sessionID string, to RewindTo) (R
 // to the conversation and a rewind truncates it, so a prefix that
 // existed at `at` is intact now up to the shortest length it was cut to
 // since, and the first turn after `at` started from it.
-func (rt *Runtime) lengthAt(ctx context.Context, sessionID string, at int64, n int) (int, error) {
+func (rt *Service) lengthAt(ctx context.Context, sessionID string, at int64, n int) (int, error) {
 	keep := n
 	for after := at; ; {
 		evs, err := rt.cfg.Store.ReadEvents(ctx, sessionID, after, 512)

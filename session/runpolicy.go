@@ -1,11 +1,11 @@
-package runtime
+package session
 
 import "github.com/weft-run/weft/policy"
 
 // ServerPolicy returns a copy of the server-wide policy as it is now
 // (including changes made through SetServerPermissions), for
 // RunsConfig.Policy, so that runs follow the same posture as sessions.
-func (rt *Runtime) ServerPolicy() *policy.Policy {
+func (rt *Service) ServerPolicy() *policy.Policy {
 	rt.polMu.RLock()
 	defer rt.polMu.RUnlock()
 	p := *rt.base

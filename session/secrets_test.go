@@ -1,4 +1,4 @@
-package runtime_test
+package session_test
 
 import (
 	"context"
@@ -14,7 +14,8 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -67,12 +68,12 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 		// across plan tokens.
 		llmtest.Text(`{"steps":[{"id":"s","tool":"Note","args":{"text":"zqKp2W`, `mXv4Rt`, `8LnB"}}]}`),
 	)
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
 		Policy: pol, PermissionTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := runtime.NewRuns(context.Background(), runtime.RunsConfig{Runs: db, Tools: reg, Models: models{p},
+	runs, err := run.New(context.Background(), run.Config{Runs: db, Tools: reg, Models: models{p},
 		DefaultModel: "scripted:m", Policy: rt.ServerPolicy, PermissionTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Send(ctx, s.ID, "go", runtime.TurnOptions{}); err != nil {
+	if _, err := rt.Send(ctx, s.ID, "go", session.TurnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	live := readTurn(t, rt, s.ID, 0, func(e event.Event) {
@@ -114,11 +115,11 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 	}
 	check("session events in the store", stored)
 
-	run, err := runs.CreateRun(ctx, runtime.RunRequest{Goal: "note it", Config: runtime.RunConfig{AutoApprove: true}})
+	created, err := runs.CreateRun(ctx, run.RunRequest{Goal: "note it", Config: run.RunConfig{AutoApprove: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runs.Subscribe(run.ID, 0)
+	r := runs.Subscribe(created.ID, 0)
 	defer r.Close()
 	var runEvents []event.Event
 	for {
@@ -132,7 +133,7 @@ func TestEventsNeverCarryASecret(t *testing.T) {
 		if e.Type == "permission_request" {
 			var req struct{ ID string }
 			_ = json.Unmarshal(e.Data, &req)
-			if err := runs.AnswerPermission(run.ID, req.ID, true, ""); err != nil {
+			if err := runs.AnswerPermission(created.ID, req.ID, true, ""); err != nil {
 				t.Fatal(err)
 			}
 		}

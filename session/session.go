@@ -4,7 +4,7 @@
 // per session in the background, and brokers permission requests between
 // a running turn and whoever answers them. Front doors only call this
 // package; none of them touches the store or the agent directly.
-package runtime
+package session
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
+	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
@@ -33,15 +35,16 @@ import (
 
 // Errors front doors map onto statuses (errors.Is).
 var (
-	ErrNotFound = record.ErrNotFound // unknown session or permission request
-	ErrExists   = record.ErrExists   // session id taken
-	ErrAnswered = errors.New("permission request already answered")
-	ErrClosed   = errors.New("runtime is shutting down")
+	ErrNotFound = record.ErrNotFound   // unknown session or permission request
+	ErrExists   = record.ErrExists     // session id taken
+	ErrAnswered = approval.ErrAnswered // a second answer
+	ErrClosed   = record.ErrClosed
 	// ErrBusy: the session has a turn running or messages queued (a
 	// rewind must wait for them).
 	ErrBusy = errors.New("the session has a turn running or messages queued")
 	// ErrInvalidCursor: a list cursor this server did not hand out.
 	ErrInvalidCursor = record.ErrInvalidCursor
+	ErrForbidden     = record.ErrForbidden
 )
 
 // The store's types front doors see, named here so that a front door
@@ -56,7 +59,7 @@ type (
 
 // DefaultPermissionTimeout is how long a permission request waits for an
 // answer before it counts as denied.
-const DefaultPermissionTimeout = 5 * time.Minute
+const DefaultPermissionTimeout = approval.DefaultTimeout
 
 // ModelResolver turns a model spec ("provider:model") into a provider.
 // *registry.Registry implements it.
@@ -96,6 +99,10 @@ type Config struct {
 	// least recently used idle ones are evicted. 0 means
 	// DefaultMaxLiveSessions.
 	MaxLiveSessions int
+	// Approvals is the broker of the questions turns ask (permission
+	// requests, checkpoints); the run service may share it. nil means a
+	// broker of the session service's own.
+	Approvals *approval.Broker
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,
@@ -104,10 +111,6 @@ const (
 	DefaultIdleEvict       = 10 * time.Minute
 	DefaultMaxLiveSessions = 10_000
 )
-
-// maxAnsweredIDs bounds the answered permission requests a session
-// remembers (for a 409 on a second answer rather than a 404).
-const maxAnsweredIDs = 256
 
 // TurnOptions override the agent per turn (the HTTP API's request fields).
 type TurnOptions struct {
@@ -118,11 +121,12 @@ type TurnOptions struct {
 	Thinking      string   `json:"thinking,omitempty"`
 }
 
-// Runtime owns the live sessions.
-type Runtime struct {
-	cfg  Config
-	log  *slog.Logger
-	elog *eventlog.Log
+// Service owns the live sessions.
+type Service struct {
+	cfg       Config
+	log       *slog.Logger
+	elog      *eventlog.Log
+	approvals *approval.Broker
 
 	mu        sync.Mutex
 	live      map[string]*live // sessions with state in memory
@@ -148,8 +152,9 @@ type Runtime struct {
 // session (w is bound to the old incarnation's event log, and gone stops
 // conversation writes).
 type live struct {
-	id string
-	w  *eventlog.Writer // every event of this incarnation goes through it
+	id    string
+	scope string           // in the approval broker
+	w     *eventlog.Writer // every event of this incarnation goes through it
 	// sendMu makes appending a message's user_message event and queueing
 	// it one step, so that messages run in the order of their seqs; a
 	// rewind holds it too, so that no message starts meanwhile.
@@ -167,22 +172,16 @@ type live struct {
 	idle     chan struct{}
 	queue    []queued
 	cancel   context.CancelFunc
-	perms    map[string]*permRequest
 	// override is the session's own permissions on top of the server's
 	// (nil until loaded from the session's metadata).
 	override *sessionPolicy
-	// answeredIDs remembers answered requests after they close, so that a
-	// second answer is a conflict rather than "not found"; the last
-	// maxAnsweredIDs of them, oldest first in answeredFIFO.
-	answeredIDs  map[string]bool
-	answeredFIFO []string
 
 	// storeMu orders conversation writes with deletion: once gone is set
 	// (and storeMu taken once), no write of this incarnation starts.
 	storeMu sync.Mutex
 	gone    atomic.Bool
 
-	// Eviction bookkeeping, under Runtime.mu: pins counts callers using
+	// Eviction bookkeeping, under Service.mu: pins counts callers using
 	// the state (rt.session to rt.release), lastUsed is when the last one
 	// let go.
 	pins     int
@@ -195,14 +194,8 @@ type queued struct {
 	opt  TurnOptions
 }
 
-type permRequest struct {
-	id       string
-	answer   chan agent.Decision
-	answered bool
-}
-
 // New starts a runtime over cfg.Store.
-func New(cfg Config) (*Runtime, error) {
+func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Models == nil {
 		return nil, errors.New("runtime: Config.Store and Config.Models are required")
 	}
@@ -214,6 +207,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.PermissionTimeout <= 0 {
 		cfg.PermissionTimeout = DefaultPermissionTimeout
+	}
+	if cfg.Approvals == nil {
+		cfg.Approvals = approval.New()
 	}
 	if cfg.IdleEvict <= 0 {
 		cfg.IdleEvict = DefaultIdleEvict
@@ -230,7 +226,7 @@ func New(cfg Config) (*Runtime, error) {
 	if base.Mode == "" {
 		base.Mode = permission.ModeDefault
 	}
-	rt := &Runtime{cfg: cfg, log: log, elog: eventlog.New(sessionEvents(cfg.Store), eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
+	rt := &Service{cfg: cfg, log: log, approvals: cfg.Approvals, elog: eventlog.New(sessionEvents(cfg.Store), eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, now: time.Now, base: &base, hooks: base.Hooks, secrets: base.Secrets}
 	rt.lastSweep = rt.now()
 	if err := rt.recoverTurns(context.Background()); err != nil {
@@ -248,7 +244,7 @@ func NewSessionID() string {
 }
 
 // CreateSession stores a new session; id "" generates one.
-func (rt *Runtime) CreateSession(ctx context.Context, id string) (record.Session, error) {
+func (rt *Service) CreateSession(ctx context.Context, id string) (record.Session, error) {
 	if id == "" {
 		id = NewSessionID()
 	}
@@ -260,7 +256,7 @@ func (rt *Runtime) CreateSession(ctx context.Context, id string) (record.Session
 }
 
 // GetSession returns a session's header.
-func (rt *Runtime) GetSession(ctx context.Context, id string) (record.Session, error) {
+func (rt *Service) GetSession(ctx context.Context, id string) (record.Session, error) {
 	sess, err := rt.cfg.Store.GetSession(ctx, id)
 	if err == nil {
 		// Readers see only stored events, so the store's last seq is
@@ -272,7 +268,7 @@ func (rt *Runtime) GetSession(ctx context.Context, id string) (record.Session, e
 }
 
 // ListSessions pages through sessions.
-func (rt *Runtime) ListSessions(ctx context.Context, opt record.ListOptions) (record.SessionPage, error) {
+func (rt *Service) ListSessions(ctx context.Context, opt record.ListOptions) (record.SessionPage, error) {
 	return rt.cfg.Store.ListSessions(ctx, opt)
 }
 
@@ -281,7 +277,7 @@ func (rt *Runtime) ListSessions(ctx context.Context, opt record.ListOptions) (re
 // session's turn reaches a session created later with the same id: its
 // events go to the closed incarnation (and fail), and its conversation
 // writes stop before the store forgets the session.
-func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
+func (rt *Service) DeleteSession(ctx context.Context, id string) error {
 	rt.mu.Lock()
 	l := rt.live[id]
 	delete(rt.live, id)
@@ -294,6 +290,7 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 		}
 		l.mu.Unlock()
 		l.gone.Store(true)
+		rt.approvals.Forget(l.scope)
 		// A conversation write in progress finishes before the delete;
 		// none starts after.
 		l.storeMu.Lock()
@@ -317,12 +314,12 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 
 // Subscribe returns a reader of the session's events after seq `after`
 // (0 replays everything), replaying from the store and then following live.
-func (rt *Runtime) Subscribe(sessionID string, after int64) *eventlog.Reader {
+func (rt *Service) Subscribe(sessionID string, after int64) *eventlog.Reader {
 	return rt.elog.Subscribe(sessionID, after)
 }
 
 // Messages returns the conversation the model sees.
-func (rt *Runtime) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
+func (rt *Service) Messages(ctx context.Context, sessionID string) ([]llm.Message, error) {
 	return rt.cfg.Store.LoadMessages(ctx, sessionID)
 }
 
@@ -336,7 +333,7 @@ func (rt *Runtime) Messages(ctx context.Context, sessionID string) ([]llm.Messag
 // end with the next done; a message dropped by Cancel gets a
 // message_dropped event instead. A client streams its turn by reading
 // after seq-1, skipping to its message_consumed.
-func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOptions) (int64, error) {
+func (rt *Service) Send(ctx context.Context, sessionID, text string, opt TurnOptions) (int64, error) {
 	// A session in memory exists: only DeleteSession removes one, and it
 	// forgets the state first (and this runtime is the database's only
 	// writer). Otherwise the store says.
@@ -383,7 +380,7 @@ func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 // cancelled, the history is repaired) and drops queued messages, each
 // recorded with a message_dropped event. It reports whether a turn was
 // running.
-func (rt *Runtime) Cancel(sessionID string) bool {
+func (rt *Service) Cancel(sessionID string) bool {
 	rt.mu.Lock()
 	l := rt.live[sessionID]
 	rt.mu.Unlock()
@@ -403,7 +400,7 @@ func (rt *Runtime) Cancel(sessionID string) bool {
 }
 
 // dropped records queued messages that will never run.
-func (rt *Runtime) dropped(l *live, qs []queued, reason string) {
+func (rt *Service) dropped(l *live, qs []queued, reason string) {
 	for _, q := range qs {
 		if _, err := rt.appendTo(context.Background(), l, event.MessageDropped, MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
 			rt.log.Error("recording a dropped message failed", "session", l.id, "error", err)
@@ -423,43 +420,37 @@ type MessageData struct {
 	MessagesBefore *int `json:"messages_before,omitempty"`
 }
 
-// Answer answers a pending permission request of the session.
-func (rt *Runtime) Answer(sessionID, requestID string, allow bool, reason string) error {
+// Answer answers a pending permission request (or checkpoint) of the
+// session, once: ErrAnswered for a second answer, ErrNotFound for an
+// unknown one.
+func (rt *Service) Answer(sessionID, requestID string, allow bool, reason string) error {
 	rt.mu.Lock()
 	l := rt.live[sessionID]
 	rt.mu.Unlock()
 	if l == nil {
 		return ErrNotFound
 	}
-	l.mu.Lock()
-	p := l.perms[requestID]
-	if p == nil {
-		answered := l.answeredIDs[requestID]
-		l.mu.Unlock()
-		if answered {
-			return ErrAnswered
-		}
-		return ErrNotFound
-	}
-	if p.answered {
-		l.mu.Unlock()
-		return ErrAnswered
-	}
-	p.answered = true
-	l.rememberAnswered(requestID)
-	l.mu.Unlock()
-	d := agent.Decision{Allow: allow, Reason: reason}
 	if !allow && reason == "" {
-		d.Reason = "the user denied this tool call"
+		reason = "the user denied this tool call"
 	}
-	p.answer <- d // buffered: the waiting turn may have timed out meanwhile
-	return nil
+	return rt.approvals.Answer(l.scope, requestID, approval.Answer{Allow: allow, Reason: reason})
+}
+
+// incarnations numbers the live states, for their approval scopes.
+var incarnations atomic.Uint64
+
+// newScope is a live state's scope in the approval broker: its questions
+// belong to this incarnation of the session (as its state does), and
+// never meet a run's (the broker is shared; run ids and session ids may
+// be alike).
+func newScope(sessionID string) string {
+	return "session/" + sessionID + "#" + strconv.FormatUint(incarnations.Add(1), 10)
 }
 
 // Shutdown stops accepting turns, cancels running ones at their next safe
 // point (tools are cancelled, the history is repaired and saved) and waits
 // for them, or for ctx.
-func (rt *Runtime) Shutdown(ctx context.Context) error {
+func (rt *Service) Shutdown(ctx context.Context) error {
 	rt.mu.Lock()
 	rt.closed = true
 	rt.mu.Unlock()
@@ -478,7 +469,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 
 // session returns the session's in-memory state, pinned (it is not
 // evicted until the matching release).
-func (rt *Runtime) session(id string) (*live, error) {
+func (rt *Service) session(id string) (*live, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.closed {
@@ -488,7 +479,7 @@ func (rt *Runtime) session(id string) (*live, error) {
 	rt.evictLocked(now)
 	l := rt.live[id]
 	if l == nil {
-		l = &live{id: id, w: rt.elog.Writer(id), perms: map[string]*permRequest{}}
+		l = &live{id: id, w: rt.elog.Writer(id), scope: newScope(id)}
 		rt.live[id] = l
 	}
 	l.pins++
@@ -497,7 +488,7 @@ func (rt *Runtime) session(id string) (*live, error) {
 }
 
 // known is session for a session already in memory, nil otherwise.
-func (rt *Runtime) known(id string) *live {
+func (rt *Service) known(id string) *live {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	l := rt.live[id]
@@ -510,7 +501,7 @@ func (rt *Runtime) known(id string) *live {
 }
 
 // release unpins what session returned.
-func (rt *Runtime) release(l *live) {
+func (rt *Service) release(l *live) {
 	rt.mu.Lock()
 	l.pins--
 	l.lastUsed = rt.now()
@@ -523,7 +514,7 @@ func (rt *Runtime) release(l *live) {
 // is idle when nobody holds it, no turn runs or waits and no permission
 // request is open. The sweep runs at most every IdleEvict/2 unless the
 // bound is exceeded, so it costs nothing per call. The caller holds rt.mu.
-func (rt *Runtime) evictLocked(now time.Time) {
+func (rt *Service) evictLocked(now time.Time) {
 	over := len(rt.live) >= rt.cfg.MaxLiveSessions
 	if !over && now.Sub(rt.lastSweep) < rt.cfg.IdleEvict/2 {
 		return
@@ -535,7 +526,7 @@ func (rt *Runtime) evictLocked(now time.Time) {
 			continue
 		}
 		l.mu.Lock()
-		busy := l.running || len(l.queue) > 0 || len(l.perms) > 0 || l.writer != nil
+		busy := l.running || len(l.queue) > 0 || len(rt.approvals.Pending(l.scope)) > 0 || l.writer != nil
 		l.mu.Unlock()
 		switch {
 		case busy:
@@ -554,31 +545,17 @@ func (rt *Runtime) evictLocked(now time.Time) {
 }
 
 // evictOne forgets an idle session's state; the caller holds rt.mu.
-func (rt *Runtime) evictOne(l *live) {
+func (rt *Service) evictOne(l *live) {
 	delete(rt.live, l.id)
 	l.w.Close()
-}
-
-// rememberAnswered records an answered request id, forgetting the oldest
-// past maxAnsweredIDs. The caller holds l.mu.
-func (l *live) rememberAnswered(id string) {
-	if l.answeredIDs == nil {
-		l.answeredIDs = map[string]bool{}
-	}
-	if l.answeredIDs[id] {
-		return
-	}
-	if len(l.answeredFIFO) >= maxAnsweredIDs {
-		delete(l.answeredIDs, l.answeredFIFO[0])
-		l.answeredFIFO = l.answeredFIFO[1:]
-	}
-	l.answeredIDs[id] = true
-	l.answeredFIFO = append(l.answeredFIFO, id)
+	// As before the broker: an evicted session's answered ids are gone
+	// with its state (an answer to one is not found).
+	rt.approvals.Forget(l.scope)
 }
 
 // appendTo appends one event of the session's incarnation l and waits
 // until it is stored.
-func (rt *Runtime) appendTo(ctx context.Context, l *live, typ string, data any) ([]event.Event, error) {
+func (rt *Service) appendTo(ctx context.Context, l *live, typ string, data any) ([]event.Event, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package runtime_test
+package session_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -36,7 +36,7 @@ type writeIn struct {
 	Text string `json:"text"`
 }
 
-func setup(t *testing.T, path string, p *llmtest.Scripted, mode string, ran *[]string) (*runtime.Runtime, store.Store) {
+func setup(t *testing.T, path string, p *llmtest.Scripted, mode string, ran *[]string) (*session.Service, store.Store) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
@@ -56,7 +56,7 @@ func setup(t *testing.T, path string, p *llmtest.Scripted, mode string, ran *[]s
 		return tool.Result{}, ctx.Err()
 	})
 	reg, _ := tool.NewRegistry(write, block)
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: models{p}, DefaultModel: "scripted:m", Tools: reg,
 		Policy: &policy.Policy{Mode: permission.Mode(mode)}, PermissionTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func setup(t *testing.T, path string, p *llmtest.Scripted, mode string, ran *[]s
 }
 
 // readTurn reads events after `after` until a done event.
-func readTurn(t *testing.T, rt *runtime.Runtime, id string, after int64, onEvent func(event.Event)) []event.Event {
+func readTurn(t *testing.T, rt *session.Service, id string, after int64, onEvent func(event.Event)) []event.Event {
 	t.Helper()
 	r := rt.Subscribe(id, after)
 	defer r.Close()
@@ -105,10 +105,10 @@ func TestTurnPersistsEventsAndHistory(t *testing.T) {
 	if err != nil || !strings.HasPrefix(s.ID, "sess_") || len(s.ID) != 17 {
 		t.Fatalf("session %+v, %v", s, err)
 	}
-	if _, err := rt.CreateSession(ctx, s.ID); !errors.Is(err, runtime.ErrExists) {
+	if _, err := rt.CreateSession(ctx, s.ID); !errors.Is(err, session.ErrExists) {
 		t.Fatalf("duplicate id: %v", err)
 	}
-	seq, err := rt.Send(ctx, s.ID, "hi", runtime.TurnOptions{})
+	seq, err := rt.Send(ctx, s.ID, "hi", session.TurnOptions{})
 	if err != nil || seq != 1 {
 		t.Fatalf("Send = %d, %v", seq, err)
 	}
@@ -129,7 +129,7 @@ func TestTurnPersistsEventsAndHistory(t *testing.T) {
 	if err != nil || len(msgs) != 2 || msgs[1].Text() != "Hello" {
 		t.Fatalf("history = %+v, %v", msgs, err)
 	}
-	if _, err := rt.Send(ctx, s.ID, "more", runtime.TurnOptions{}); !errors.Is(err, runtime.ErrClosed) {
+	if _, err := rt.Send(ctx, s.ID, "more", session.TurnOptions{}); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("Send after Shutdown: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestPermissionFlow(t *testing.T) {
 			defer rt.Shutdown(context.Background())
 			ctx := context.Background()
 			s, _ := rt.CreateSession(ctx, "")
-			seq, err := rt.Send(ctx, s.ID, "note it", runtime.TurnOptions{})
+			seq, err := rt.Send(ctx, s.ID, "note it", session.TurnOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestPermissionFlow(t *testing.T) {
 				if e.Type != "permission_request" {
 					return
 				}
-				var d runtime.PermissionRequestData
+				var d event.PermissionRequestData
 				if err := json.Unmarshal(e.Data, &d); err != nil || d.ToolName != "Note" || string(d.Input) != `{"text":"a"}` {
 					t.Errorf("permission_request %s (%v)", e.Data, err)
 				}
@@ -179,7 +179,7 @@ func TestPermissionFlow(t *testing.T) {
 					if err := rt.Answer(s.ID, d.ID, *tt.answer, ""); err != nil {
 						t.Errorf("Answer: %v", err)
 					}
-					if err := rt.Answer(s.ID, d.ID, true, ""); !errors.Is(err, runtime.ErrAnswered) {
+					if err := rt.Answer(s.ID, d.ID, true, ""); !errors.Is(err, session.ErrAnswered) {
 						t.Errorf("second answer: %v", err)
 					}
 				}
@@ -195,11 +195,11 @@ func TestPermissionFlow(t *testing.T) {
 					t.Fatalf("tool_result %s lacks %q", e.Data, tt.denied)
 				}
 			}
-			if err := rt.Answer(s.ID, "perm_unknown", true, ""); !errors.Is(err, runtime.ErrNotFound) {
+			if err := rt.Answer(s.ID, "perm_unknown", true, ""); !errors.Is(err, session.ErrNotFound) {
 				t.Fatalf("unknown request: %v", err)
 			}
 			if tt.answer == nil && reqID != "" {
-				if err := rt.Answer(s.ID, reqID, true, ""); !errors.Is(err, runtime.ErrNotFound) {
+				if err := rt.Answer(s.ID, reqID, true, ""); !errors.Is(err, session.ErrNotFound) {
 					t.Fatalf("expired request: %v", err)
 				}
 			}
@@ -220,7 +220,7 @@ func TestQueueCancelAndErrors(t *testing.T) {
 	defer rt.Shutdown(context.Background())
 	ctx := context.Background()
 	s, _ := rt.CreateSession(ctx, "")
-	seq, _ := rt.Send(ctx, s.ID, "block", runtime.TurnOptions{})
+	seq, _ := rt.Send(ctx, s.ID, "block", session.TurnOptions{})
 	r := rt.Subscribe(s.ID, seq-1)
 	defer r.Close()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -252,7 +252,7 @@ func TestQueueCancelAndErrors(t *testing.T) {
 		t.Fatalf("done = %s", done.Data)
 	}
 	// The session goes on after a cancel, with a valid history.
-	seq2, err := rt.Send(ctx, s.ID, "again", runtime.TurnOptions{})
+	seq2, err := rt.Send(ctx, s.ID, "again", session.TurnOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,24 +264,24 @@ func TestQueueCancelAndErrors(t *testing.T) {
 	// so the new prompt is not merged into its tool results (issue 12).
 	req := p.Requests()[1]
 	if n := len(req.Messages); n != 5 || req.Messages[2].Content[0].Type != llm.BlockToolResult ||
-		req.Messages[3].Role != llm.RoleAssistant || req.Messages[3].Text() != runtime.InterruptedText ||
+		req.Messages[3].Role != llm.RoleAssistant || req.Messages[3].Text() != session.InterruptedText ||
 		req.Messages[4].Role != llm.RoleUser || req.Messages[4].Text() != "again" {
 		t.Fatalf("second request history: %+v", req.Messages)
 	}
 
 	// A turn that cannot resolve its model ends with error and done.
-	seq3, _ := rt.Send(ctx, s.ID, "x", runtime.TurnOptions{Model: "missing:model"})
+	seq3, _ := rt.Send(ctx, s.ID, "x", session.TurnOptions{Model: "missing:model"})
 	evs = readTurn(t, rt, s.ID, seq3-1, nil)
 	if got := strings.Join(types(evs), " "); got != "user_message message_consumed error done" || !strings.Contains(string(evs[2].Data), "MISSING_API_KEY") {
 		t.Fatalf("events %s: %s", got, evs[2].Data)
 	}
-	if _, err := rt.Send(ctx, "sess_nope", "x", runtime.TurnOptions{}); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := rt.Send(ctx, "sess_nope", "x", session.TurnOptions{}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
 	if err := rt.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.GetSession(ctx, s.ID); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := rt.GetSession(ctx, s.ID); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("deleted session: %v", err)
 	}
 }
@@ -293,7 +293,7 @@ func TestRestartContinues(t *testing.T) {
 	p := llmtest.NewScripted("scripted", llmtest.Text("first"))
 	rt, db := setup(t, path, p, "", nil)
 	s, _ := rt.CreateSession(ctx, "")
-	seq, _ := rt.Send(ctx, s.ID, "one", runtime.TurnOptions{})
+	seq, _ := rt.Send(ctx, s.ID, "one", session.TurnOptions{})
 	first := readTurn(t, rt, s.ID, seq-1, nil)
 	rt.Shutdown(ctx)
 	db.Close()
@@ -302,7 +302,7 @@ func TestRestartContinues(t *testing.T) {
 	rt2, db2 := setup(t, path, p2, "", nil)
 	defer db2.Close()
 	defer rt2.Shutdown(ctx)
-	seq2, err := rt2.Send(ctx, s.ID, "two", runtime.TurnOptions{})
+	seq2, err := rt2.Send(ctx, s.ID, "two", session.TurnOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestQueuedMessagesAreMarked(t *testing.T) {
 	defer rt.Shutdown(context.Background())
 	ctx := context.Background()
 	s, _ := rt.CreateSession(ctx, "")
-	first, _ := rt.Send(ctx, s.ID, "block", runtime.TurnOptions{})
+	first, _ := rt.Send(ctx, s.ID, "block", session.TurnOptions{})
 	r := rt.Subscribe(s.ID, first-1)
 	defer r.Close()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -349,14 +349,14 @@ func TestQueuedMessagesAreMarked(t *testing.T) {
 			}
 		}
 	}
-	var m runtime.MessageData
+	var m session.MessageData
 	json.Unmarshal(next("message_consumed").Data, &m)
 	if m.MessageSeq != first {
 		t.Fatalf("consumed %d, want %d", m.MessageSeq, first)
 	}
 	next("tool_use")
-	second, _ := rt.Send(ctx, s.ID, "queued", runtime.TurnOptions{})
-	third, _ := rt.Send(ctx, s.ID, "queued too", runtime.TurnOptions{})
+	second, _ := rt.Send(ctx, s.ID, "queued", session.TurnOptions{})
+	third, _ := rt.Send(ctx, s.ID, "queued too", session.TurnOptions{})
 	rt.Cancel(s.ID)
 	var dropped []int64
 	for len(dropped) < 2 {
@@ -378,11 +378,11 @@ func TestFailedTurnKeepsTheMessage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		opt    runtime.TurnOptions
+		opt    session.TurnOptions
 		script []llmtest.Script
 	}{
-		{"cannot start", runtime.TurnOptions{Thinking: "enormous"}, nil},
-		{"provider refuses", runtime.TurnOptions{}, []llmtest.Script{{Status: 401, ErrorMessage: "invalid x-api-key"}}},
+		{"cannot start", session.TurnOptions{Thinking: "enormous"}, nil},
+		{"provider refuses", session.TurnOptions{}, []llmtest.Script{{Status: 401, ErrorMessage: "invalid x-api-key"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -401,10 +401,10 @@ func TestFailedTurnKeepsTheMessage(t *testing.T) {
 				t.Fatalf("events: %v", got)
 			}
 			msgs, err := rt.Messages(ctx, s.ID)
-			if err != nil || len(msgs) != 2 || msgs[0].Text() != "first thought" || msgs[1].Role != llm.RoleAssistant || msgs[1].Text() != runtime.InterruptedText {
+			if err != nil || len(msgs) != 2 || msgs[0].Text() != "first thought" || msgs[1].Role != llm.RoleAssistant || msgs[1].Text() != session.InterruptedText {
 				t.Fatalf("history after the failed turn = %+v, %v", msgs, err)
 			}
-			seq, err = rt.Send(ctx, s.ID, "second thought", runtime.TurnOptions{})
+			seq, err = rt.Send(ctx, s.ID, "second thought", session.TurnOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,7 +413,7 @@ func TestFailedTurnKeepsTheMessage(t *testing.T) {
 			}
 			reqs := p.Requests()
 			req := reqs[len(reqs)-1]
-			if len(req.Messages) != 3 || req.Messages[0].Text() != "first thought" || req.Messages[1].Text() != runtime.InterruptedText || req.Messages[2].Text() != "second thought" {
+			if len(req.Messages) != 3 || req.Messages[0].Text() != "first thought" || req.Messages[1].Text() != session.InterruptedText || req.Messages[2].Text() != "second thought" {
 				t.Fatalf("the model saw %+v", req.Messages)
 			}
 		})
@@ -433,7 +433,7 @@ func TestServerPermissionsChangeUnderLoad(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 0; i < 50; i++ {
-			if err := rt.SetServerPermissions(ctx, runtime.Permissions{Allow: []string{"Note"}, DefaultMode: "plan"}); err != nil {
+			if err := rt.SetServerPermissions(ctx, session.Permissions{Allow: []string{"Note"}, DefaultMode: "plan"}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -445,7 +445,7 @@ func TestServerPermissionsChangeUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq, err := rt.Send(ctx, s.ID, "hi", runtime.TurnOptions{})
+		seq, err := rt.Send(ctx, s.ID, "hi", session.TurnOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +492,7 @@ func TestConversationIsSavedIncrementally(t *testing.T) {
 	defer db.Close()
 	cs := &countingStore{Store: db}
 	p := llmtest.NewScripted("scripted", llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c"))
-	rt, err := runtime.New(runtime.Config{Store: cs, Models: models{p}, DefaultModel: "scripted:m"})
+	rt, err := session.New(session.Config{Store: cs, Models: models{p}, DefaultModel: "scripted:m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,14 +500,14 @@ func TestConversationIsSavedIncrementally(t *testing.T) {
 	s, _ := rt.CreateSession(ctx, "")
 	steps := []struct {
 		prompt           string
-		opt              runtime.TurnOptions
+		opt              session.TurnOptions
 		appends, replace int
 		stored           []string
 	}{
-		{"one", runtime.TurnOptions{}, 1, 0, []string{"one", "a"}},
-		{"two", runtime.TurnOptions{}, 2, 0, []string{"one", "a", "two", "b"}},
-		{"three", runtime.TurnOptions{Thinking: "enormous"}, 3, 0, []string{"one", "a", "two", "b", "three", runtime.InterruptedText}},
-		{"four", runtime.TurnOptions{}, 4, 0, []string{"one", "a", "two", "b", "three", runtime.InterruptedText, "four", "c"}},
+		{"one", session.TurnOptions{}, 1, 0, []string{"one", "a"}},
+		{"two", session.TurnOptions{}, 2, 0, []string{"one", "a", "two", "b"}},
+		{"three", session.TurnOptions{Thinking: "enormous"}, 3, 0, []string{"one", "a", "two", "b", "three", session.InterruptedText}},
+		{"four", session.TurnOptions{}, 4, 0, []string{"one", "a", "two", "b", "three", session.InterruptedText, "four", "c"}},
 	}
 	for _, st := range steps {
 		seq, err := rt.Send(ctx, s.ID, st.prompt, st.opt)

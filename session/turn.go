@@ -1,4 +1,4 @@
-package runtime
+package session
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // drain runs the session's queued messages one turn at a time.
-func (rt *Runtime) drain(l *live) {
+func (rt *Service) drain(l *live) {
 	defer rt.turns.Done()
 	for {
 		l.mu.Lock()
@@ -50,7 +50,7 @@ func (rt *Runtime) drain(l *live) {
 // conversation as a message of its own, followed by an "[interrupted]"
 // answer (closeInterrupted), so that the next message is not merged into
 // it and the history stays valid for every provider.
-func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
+func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 	// Persisting must outlive a cancelled turn.
 	bg := context.WithoutCancel(ctx)
 	loadErr := rt.loadHistory(bg, l)
@@ -139,7 +139,7 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 }
 
 // loadHistory reads the session's conversation once per in-memory state.
-func (rt *Runtime) loadHistory(ctx context.Context, l *live) error {
+func (rt *Service) loadHistory(ctx context.Context, l *live) error {
 	if l.loaded {
 		return nil
 	}
@@ -151,7 +151,7 @@ func (rt *Runtime) loadHistory(ctx context.Context, l *live) error {
 	return nil
 }
 
-func (rt *Runtime) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
+func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 	spec := opt.Model
 	if spec == "" {
 		spec = rt.cfg.DefaultModel
@@ -231,7 +231,7 @@ func CloseInterrupted(h []llm.Message) []llm.Message { return closeInterrupted(h
 //
 // Nothing is written once the session was deleted (l.gone): a turn still
 // winding down must not write into a session created with the same id.
-func (rt *Runtime) saveHistory(ctx context.Context, l *live, h []llm.Message) error {
+func (rt *Service) saveHistory(ctx context.Context, l *live, h []llm.Message) error {
 	l.storeMu.Lock()
 	defer l.storeMu.Unlock()
 	if l.gone.Load() {

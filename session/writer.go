@@ -1,4 +1,4 @@
-package runtime
+package session
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // request that a person has to see to answer), and close waits for the
 // whole turn.
 type eventWriter struct {
-	rt *Runtime
+	rt *Service
 	id string
 	w  *eventlog.Writer
 	// failed makes a persistence failure logged once per turn, not once per
@@ -26,7 +26,7 @@ type eventWriter struct {
 	failed atomic.Bool
 }
 
-func (rt *Runtime) newWriter(l *live) *eventWriter {
+func (rt *Service) newWriter(l *live) *eventWriter {
 	return &eventWriter{rt: rt, id: l.id, w: l.w}
 }
 

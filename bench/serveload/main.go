@@ -62,8 +62,8 @@ import (
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/record"
-	weftrt "github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
@@ -179,7 +179,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer db.Close()
-	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{cfg.deltas, cfg.interval}}, DefaultModel: "stamped:m",
+	rt, err := session.New(session.Config{Store: db, Models: resolver{stamped{cfg.deltas, cfg.interval}}, DefaultModel: "stamped:m",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err

@@ -28,8 +28,9 @@ import (
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/prompt"
-	"github.com/weft-run/weft/runtime"
+	weftrun "github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/redact"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -438,7 +439,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		rateLimit = -1 // the server's "off"
 	}
 
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
+	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
 		System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass, Audits: db, MaxTurns: f.maxTurns, Logger: log})
 	if err != nil {
 		return err
@@ -461,13 +462,13 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			return found
 		}
 	}
-	runs, err := runtime.NewRuns(base, runtime.RunsConfig{Runs: db, Workflows: db, Audits: db, Tools: tools,
+	runs, err := weftrun.New(base, weftrun.Config{Runs: db, Workflows: db, Audits: db, Tools: tools,
 		Models: models, DefaultModel: spec, Policy: rt.ServerPolicy, AllowBypass: bp.explicitBypass,
 		SharedDirRoot: filepath.Join(ws, ".weft", "runs"), Memories: memories, Logger: log})
 	if err != nil {
 		return err
 	}
-	bg, err := runtime.NewBackground(base, runtime.BackgroundConfig{Runs: runs, Schedules: db, Runtime: rt, Logger: log})
+	bg, err := weftrun.NewBackground(base, weftrun.BackgroundConfig{Runs: runs, Schedules: db, Hooks: rt.FireHook, Secrets: rt.Secrets(), Logger: log})
 	if err != nil {
 		_ = runs.Shutdown(base)
 		return err

@@ -17,15 +17,17 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/weft-run/weft/record"
 )
 
 // Errors callers map onto statuses (errors.Is).
 var (
 	// ErrNotFound: no such question is open in the scope, and none was
 	// answered recently.
-	ErrNotFound = errors.New("approval: no such request")
+	ErrNotFound = record.ErrNotFound
 	// ErrAnswered: the question was answered already (or is being).
-	ErrAnswered = errors.New("approval: request already answered")
+	ErrAnswered = errors.New("request already answered")
 	// ErrTimeout: Wait's timeout passed with no answer.
 	ErrTimeout = errors.New("approval: no answer in time")
 	// ErrExists: a question with the same key is open in the scope.
@@ -173,10 +175,10 @@ func (b *Broker) Answer(scopeID, id string, a Answer) error {
 	return b.AnswerIf(scopeID, id, a, nil)
 }
 
-// AnswerIf is Answer, with check run first (under the broker's lock, so
-// that no other answer comes between): its error is returned and the
-// question stays open.
-func (b *Broker) AnswerIf(scopeID, id string, a Answer, check func() error) error {
+// AnswerIf is Answer, with check run first on the open question (under
+// the broker's lock, so that no other answer comes between): its error is
+// returned and the question stays open. check must not call the broker.
+func (b *Broker) AnswerIf(scopeID, id string, a Answer, check func(Pending) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.scopes[scopeID]
@@ -194,7 +196,7 @@ func (b *Broker) AnswerIf(scopeID, id string, a Answer, check func() error) erro
 		return ErrAnswered
 	}
 	if check != nil {
-		if err := check(); err != nil {
+		if err := check(Pending{ID: t.ID, Kind: t.Kind}); err != nil {
 			return err
 		}
 	}

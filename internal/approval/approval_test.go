@@ -110,7 +110,7 @@ func TestKeyedGates(t *testing.T) {
 		t.Fatalf("pending %v", ids)
 	}
 	bad := errors.New("bad plan")
-	if err := b.AnswerIf("run", "a", Answer{Allow: true}, func() error { return bad }); !errors.Is(err, bad) {
+	if err := b.AnswerIf("run", "a", Answer{Allow: true}, func(Pending) error { return bad }); !errors.Is(err, bad) {
 		t.Fatalf("check: %v", err)
 	}
 	if err := b.Answer("run", "a", Answer{Allow: true}); err != nil {

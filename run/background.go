@@ -1,4 +1,4 @@
-package runtime
+package run
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"log/slog"
 
 	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/schedule"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/task"
 )
 
@@ -41,11 +41,13 @@ type Background struct {
 
 // BackgroundConfig configures NewBackground.
 type BackgroundConfig struct {
-	Runs      *Runs
-	Schedules store.Schedules
-	// Hooks of the runtime fire task_created and task_completed; nil
-	// means none.
-	Runtime *Runtime
+	Runs      *Service
+	Schedules schedule.Store
+	// Hooks fires task_created and task_completed (the session service's
+	// hooks: session.Service.FireHook); nil means none.
+	Hooks func(ev hook.Event, sessionID string, fill func(*hook.Input))
+	// Secrets are redacted from task output; nil means none.
+	Secrets *secret.Set
 	Clock   schedule.Clock // nil: the real clock
 	Logger  *slog.Logger
 }
@@ -54,13 +56,13 @@ type BackgroundConfig struct {
 // persisted, so the ones active before a restart carry on.
 func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, error) {
 	if cfg.Runs == nil || cfg.Schedules == nil {
-		return nil, errors.New("runtime: BackgroundConfig.Runs and Schedules are required")
+		return nil, errors.New("run: BackgroundConfig.Runs and Schedules are required")
 	}
 	opt := task.Options{Logger: cfg.Logger}
-	if rt := cfg.Runtime; rt != nil {
-		opt.Secrets = rt.secrets
-		opt.OnCreated = rt.taskHook(hook.TaskCreated)
-		opt.OnCompleted = rt.taskHook(hook.TaskCompleted)
+	opt.Secrets = cfg.Secrets
+	if cfg.Hooks != nil {
+		opt.OnCreated = taskHook(cfg.Hooks, hook.TaskCreated)
+		opt.OnCompleted = taskHook(cfg.Hooks, hook.TaskCompleted)
 	}
 	reg := task.NewRegistry(cfg.Runs.TaskRunner(), opt)
 	submit := func(ctx context.Context, workflowID string, inputs json.RawMessage) (string, error) {
@@ -82,9 +84,9 @@ func (b *Background) Close(ctx context.Context) error {
 	return b.Tasks.Close(ctx)
 }
 
-func (rt *Runtime) taskHook(ev hook.Event) func(task.Task) {
+func taskHook(fire func(hook.Event, string, func(*hook.Input)), ev hook.Event) func(task.Task) {
 	return func(t task.Task) {
-		rt.fireHook(ev, "", func(in *hook.Input) {
+		fire(ev, "", func(in *hook.Input) {
 			in.TaskID, in.TaskDescription = t.ID, t.Description
 			in.Extra = map[string]any{"status": t.Status, "run_id": t.RunID, "workflow_id": t.WorkflowID}
 		})
