@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
 )
 
 // BenchmarkFanout: one session, one publisher, R readers following live.
@@ -99,7 +99,7 @@ func BenchmarkAppend(b *testing.B) {
 	})
 	b.Run("batch=16", func(b *testing.B) {
 		l := New(newMemStore("s"), Options{})
-		batch := make([]store.Event, 16)
+		batch := make([]event.Event, 16)
 		for i := range batch {
 			batch[i] = ev("bench", i)
 		}

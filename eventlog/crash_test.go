@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 )
@@ -28,20 +30,20 @@ type crashable struct {
 	crashed atomic.Bool
 }
 
-func (c *crashable) AppendEvents(ctx context.Context, id string, evs ...store.Event) ([]store.Event, error) {
+func (c *crashable) AppendEvents(ctx context.Context, id string, evs ...event.Event) ([]event.Event, error) {
 	if c.crashed.Load() {
 		return nil, errCrashed
 	}
 	return c.DB.AppendEvents(ctx, id, evs...)
 }
 
-func (c *crashable) AppendEventBatches(ctx context.Context, b []store.EventBatch) ([][]store.Event, []error) {
+func (c *crashable) AppendEventBatches(ctx context.Context, b []store.EventBatch) ([][]event.Event, []error) {
 	if c.crashed.Load() {
 		errs := make([]error, len(b))
 		for i := range errs {
 			errs[i] = errCrashed
 		}
-		return make([][]store.Event, len(b)), errs
+		return make([][]event.Event, len(b)), errs
 	}
 	return c.DB.AppendEventBatches(ctx, b)
 }
@@ -66,12 +68,12 @@ func TestCrashKeepsWhatReadersSaw(t *testing.T) {
 	ids := make([]string, sessions)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("s%d", i)
-		if _, err := db.CreateSession(ctx, store.Session{ID: ids[i]}); err != nil {
+		if _, err := db.CreateSession(ctx, record.Session{ID: ids[i]}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := &crashable{DB: db}
-	l := eventlog.New(c, eventlog.Options{Window: 32, Logger: quiet})
+	l := eventlog.New(sessionEvents(c), eventlog.Options{Window: 32, Logger: quiet})
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -85,7 +87,7 @@ func TestCrashKeepsWhatReadersSaw(t *testing.T) {
 				default:
 				}
 				data, _ := json.Marshal(map[string]any{"session": id, "k": k})
-				out, err := l.Publish(ctx, id, store.Event{Type: "text_delta", Data: data})
+				out, err := l.Publish(ctx, id, event.Event{Type: "text_delta", Data: data})
 				if err != nil {
 					return // the crash failed the session
 				}
@@ -98,7 +100,7 @@ func TestCrashKeepsWhatReadersSaw(t *testing.T) {
 	}
 	type seen struct {
 		id string
-		ev store.Event
+		ev event.Event
 	}
 	var (
 		mu  sync.Mutex
@@ -170,14 +172,14 @@ func TestCrashKeepsWhatReadersSaw(t *testing.T) {
 		maxSeen[g.id] = max(maxSeen[g.id], g.ev.Seq)
 	}
 	lost := 0
-	l2 := eventlog.New(db2, eventlog.Options{Logger: quiet})
+	l2 := eventlog.New(sessionEvents(db2), eventlog.Options{Logger: quiet})
 	for i, id := range ids {
 		sess, err := db2.GetSession(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lost += int(published[i].Load() - sess.LastSeq)
-		out, err := l2.Append(ctx, id, store.Event{Type: "after_restart", Data: json.RawMessage(`{}`)})
+		out, err := l2.Append(ctx, id, event.Event{Type: "after_restart", Data: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,4 +188,15 @@ func TestCrashKeepsWhatReadersSaw(t *testing.T) {
 		}
 	}
 	t.Logf("%d events received by readers, all stored; %d published events the crash took back, none of them seen", len(got), lost)
+}
+
+// sessionEvents is a store's session event log as the Log reads it.
+func sessionEvents(st interface {
+	store.Events
+	GetSession(ctx context.Context, id string) (record.Session, error)
+}) eventlog.Store {
+	return eventlog.WithLastSeq(st, func(ctx context.Context, id string) (int64, error) {
+		s, err := st.GetSession(ctx, id)
+		return s.LastSeq, err
+	})
 }

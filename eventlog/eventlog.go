@@ -54,6 +54,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/store"
 )
 
@@ -69,12 +70,39 @@ var (
 	ErrWriterClosed = errors.New("eventlog: writer closed")
 )
 
-// Store is what the Log needs from storage: the events, and a session's
-// header, whose LastSeq tells where a session's seqs continue after a
-// restart. store.Store satisfies it.
+// Store is what the Log needs from storage: the events, and where a
+// session's seqs continue after a restart. A store that appends many
+// sessions' events at once implements store.BatchEvents too; WithLastSeq
+// makes one of a store's event log and its headers.
 type Store interface {
 	store.Events
-	GetSession(ctx context.Context, id string) (store.Session, error)
+	// LastSeq is the highest seq appended to the session, 0 when none;
+	// an error wrapping record.ErrNotFound for an unknown session.
+	LastSeq(ctx context.Context, id string) (int64, error)
+}
+
+// WithLastSeq is events with LastSeq answered by last (a store keeps a
+// session's last seq in its header: store.Sessions.GetSession,
+// store.Runs.GetRun). It keeps events' store.BatchEvents, so that the Log
+// still appends many sessions at once.
+func WithLastSeq(events store.Events, last func(ctx context.Context, id string) (int64, error)) Store {
+	s := lastSeqStore{events, last}
+	if b, ok := events.(store.BatchEvents); ok {
+		return batchLastSeqStore{s, b}
+	}
+	return s
+}
+
+type lastSeqStore struct {
+	store.Events
+	last func(ctx context.Context, id string) (int64, error)
+}
+
+func (s lastSeqStore) LastSeq(ctx context.Context, id string) (int64, error) { return s.last(ctx, id) }
+
+type batchLastSeqStore struct {
+	lastSeqStore
+	store.BatchEvents
 }
 
 // Options tune the memory/latency trade-off. The zero value is usable.
@@ -192,7 +220,7 @@ type session struct {
 	// ring holds seqs first..first+n-1 in order, ring[start] the oldest;
 	// len(ring) is its capacity. It holds at most Window events, plus any
 	// the store does not have yet.
-	ring  []store.Event
+	ring  []event.Event
 	start int
 	n     int
 	first int64
@@ -245,7 +273,7 @@ func New(events Store, opt Options) *Log {
 //
 // Publish takes ownership of the events' Data, and the returned events are
 // shared with readers: treat them as immutable.
-func (l *Log) Publish(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+func (l *Log) Publish(ctx context.Context, sessionID string, events ...event.Event) ([]event.Event, error) {
 	out, _, err := l.publish(ctx, sessionID, events)
 	return out, err
 }
@@ -255,7 +283,7 @@ func (l *Log) Publish(ctx context.Context, sessionID string, events ...store.Eve
 // longer honours ctx (it ends when the store has answered), so that an
 // error means the store does not have them all. A persistence failure is returned wrapped (errors.Is sees the
 // store's error).
-func (l *Log) Append(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+func (l *Log) Append(ctx context.Context, sessionID string, events ...event.Event) ([]event.Event, error) {
 	out, s, err := l.publish(ctx, sessionID, events)
 	if err != nil || len(out) == 0 {
 		return out, err
@@ -266,7 +294,7 @@ func (l *Log) Append(ctx context.Context, sessionID string, events ...store.Even
 	return out, nil
 }
 
-func (l *Log) publish(ctx context.Context, sessionID string, events []store.Event) ([]store.Event, *session, error) {
+func (l *Log) publish(ctx context.Context, sessionID string, events []event.Event) ([]event.Event, *session, error) {
 	if len(events) == 0 {
 		return nil, nil, nil
 	}
@@ -296,7 +324,7 @@ var errDetached = errors.New("eventlog: session state detached")
 
 // prepare redacts events (Options.Redact) and checks them before they
 // get seqs; the caller's slice is left alone.
-func (l *Log) prepare(ctx context.Context, sessionID string, events []store.Event) ([]store.Event, error) {
+func (l *Log) prepare(ctx context.Context, sessionID string, events []event.Event) ([]event.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -313,7 +341,7 @@ func (l *Log) prepare(ctx context.Context, sessionID string, events []store.Even
 
 // publishTo publishes to the state s, which the caller keeps from
 // eviction. It returns errDetached when s was closed.
-func (l *Log) publishTo(ctx context.Context, s *session, events []store.Event) ([]store.Event, error) {
+func (l *Log) publishTo(ctx context.Context, s *session, events []event.Event) ([]event.Event, error) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -334,7 +362,7 @@ func (l *Log) publishTo(ctx context.Context, s *session, events []store.Event) (
 }
 
 // publishLocked numbers events and pushes them; the caller holds s.sem.
-func (l *Log) publishLocked(ctx context.Context, s *session, events []store.Event) ([]store.Event, error) {
+func (l *Log) publishLocked(ctx context.Context, s *session, events []event.Event) ([]event.Event, error) {
 	if err := l.seedLocked(ctx, s); err != nil {
 		return nil, err
 	}
@@ -349,7 +377,7 @@ func (l *Log) publishLocked(ctx context.Context, s *session, events []store.Even
 		s.mu.Unlock()
 		return nil, err
 	}
-	out := make([]store.Event, len(events))
+	out := make([]event.Event, len(events))
 	for i, e := range events {
 		e.SessionID = s.id
 		e.Seq = s.last + 1 + int64(i)
@@ -378,12 +406,12 @@ func (l *Log) seedLocked(ctx context.Context, s *session) error {
 	if seeded {
 		return nil
 	}
-	sess, err := l.events.GetSession(ctx, s.id)
+	last, err := l.events.LastSeq(ctx, s.id)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.last, s.durable, s.seeded = sess.LastSeq, sess.LastSeq, true
+	s.last, s.durable, s.seeded = last, last, true
 	s.mu.Unlock()
 	return nil
 }
@@ -687,7 +715,7 @@ func (l *Log) sweep(now time.Time) {
 // push adds freshly numbered events to the ring. Readers see them once the
 // persister has stored them (see settle). Callers hold s.sem and s.mu, so
 // pushes are in seq order.
-func (s *session) push(evs []store.Event, window int, now time.Time) {
+func (s *session) push(evs []event.Event, window int, now time.Time) {
 	s.lastActive = now
 	for _, e := range evs {
 		if s.n == 0 {
@@ -731,7 +759,7 @@ func (s *session) grow(window int) {
 
 // resize moves the ring's events, in order, to a ring of capacity c >= n.
 func (s *session) resize(c int) {
-	r := make([]store.Event, c)
+	r := make([]event.Event, c)
 	for i := range s.n {
 		r[i] = s.ring[(s.start+i)%len(s.ring)]
 	}
@@ -742,7 +770,7 @@ func (s *session) resize(c int) {
 // back a ring that grew while the store lagged. The caller holds s.mu.
 func (s *session) trim(window int) {
 	for s.n > window && s.ring[s.start].Seq <= s.durable {
-		s.ring[s.start] = store.Event{} // let its payload be collected
+		s.ring[s.start] = event.Event{} // let its payload be collected
 		s.start = (s.start + 1) % len(s.ring)
 		s.first++
 		s.n--
@@ -759,7 +787,7 @@ func (s *session) dropRing() {
 
 // at returns the event with seq q; the caller holds s.mu and has checked
 // first <= q < first+n.
-func (s *session) at(q int64) store.Event {
+func (s *session) at(q int64) event.Event {
 	return s.ring[(s.start+int(q-s.first))%len(s.ring)]
 }
 

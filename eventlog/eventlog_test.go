@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // testCtx bounds a test so a lost wake-up fails it instead of hanging.
@@ -92,7 +93,7 @@ func TestAppend(t *testing.T) {
 	t.Run("unknown session", func(t *testing.T) {
 		t.Parallel()
 		l := New(newMemStore(), Options{})
-		if _, err := l.Append(t.Context(), "nope", ev("a", 0)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := l.Append(t.Context(), "nope", ev("a", 0)); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("Append = %v, want ErrNotFound", err)
 		}
 		if n, _, last := l.state("nope").snapshot(); n != 0 || last != 0 {
@@ -131,7 +132,7 @@ func TestAppend(t *testing.T) {
 		t.Parallel()
 		l := New(newMemStore("s"), Options{Window: 4})
 		appendN(t, l, "s", 3)
-		batch := make([]store.Event, 10)
+		batch := make([]event.Event, 10)
 		for i := range batch {
 			batch[i] = ev("b", i)
 		}
@@ -148,7 +149,7 @@ func TestAppend(t *testing.T) {
 		m := newMemStore("s")
 		l := New(m, Options{})
 		entered, release := make(chan struct{}), make(chan struct{})
-		m.setHooks(nil, func(string, []store.Event) {
+		m.setHooks(nil, func(string, []event.Event) {
 			close(entered)
 			<-release
 		})
@@ -333,7 +334,7 @@ func TestConcurrentAppendersAndReaders(t *testing.T) {
 					producer := string(rune('A' + a))
 					for i := 0; i < perApp; {
 						batch := min(1+rnd.IntN(3), perApp-i)
-						evs := make([]store.Event, batch)
+						evs := make([]event.Event, batch)
 						for j := range evs {
 							evs[j] = ev(producer, i+j)
 						}

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // memStore is a faithful in-memory Store: per-session seqs from 1,
@@ -24,7 +25,7 @@ type memStore struct {
 	// result and released the lock; afterAppend runs once AppendEvents has
 	// committed, before it returns.
 	afterRead   func(ctx context.Context, sessionID string, after int64)
-	afterAppend func(sessionID string, stored []store.Event)
+	afterAppend func(sessionID string, stored []event.Event)
 	// failAppend, when set, is returned by AppendEvents (nothing stored).
 	failAppend error
 
@@ -38,19 +39,19 @@ type memStore struct {
 // fake's slice growth.
 type memEvents struct {
 	n      int64
-	chunks [][]store.Event
+	chunks [][]event.Event
 }
 
 const memChunk = 4096
 
-func (me *memEvents) at(seq int64) store.Event {
+func (me *memEvents) at(seq int64) event.Event {
 	i := seq - 1
 	return me.chunks[i/memChunk][i%memChunk]
 }
 
-func (me *memEvents) add(e store.Event) {
+func (me *memEvents) add(e event.Event) {
 	if me.n%memChunk == 0 {
-		me.chunks = append(me.chunks, make([]store.Event, 0, memChunk))
+		me.chunks = append(me.chunks, make([]event.Event, 0, memChunk))
 	}
 	c := len(me.chunks) - 1
 	me.chunks[c] = append(me.chunks[c], e)
@@ -79,7 +80,7 @@ func (m *memStore) delete(id string) {
 	delete(m.sessions, id)
 }
 
-func (m *memStore) setHooks(afterRead func(context.Context, string, int64), afterAppend func(string, []store.Event)) {
+func (m *memStore) setHooks(afterRead func(context.Context, string, int64), afterAppend func(string, []event.Event)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.afterRead, m.afterAppend = afterRead, afterAppend
@@ -94,13 +95,13 @@ func (m *memStore) lastSeq(id string) int64 {
 	return 0
 }
 
-func (m *memStore) eventAt(id string, seq int64) store.Event {
+func (m *memStore) eventAt(id string, seq int64) event.Event {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.sessions[id].at(seq)
 }
 
-func (m *memStore) AppendEvents(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+func (m *memStore) AppendEvents(ctx context.Context, sessionID string, events ...event.Event) ([]event.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -113,10 +114,10 @@ func (m *memStore) AppendEvents(ctx context.Context, sessionID string, events ..
 	me, ok := m.sessions[sessionID]
 	if !ok {
 		m.mu.Unlock()
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	now := time.Now()
-	out := make([]store.Event, len(events))
+	out := make([]event.Event, len(events))
 	for i, e := range events {
 		e.SessionID = sessionID
 		e.Seq = me.n + 1
@@ -134,7 +135,7 @@ func (m *memStore) AppendEvents(ctx context.Context, sessionID string, events ..
 	return out, nil
 }
 
-func (m *memStore) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]store.Event, error) {
+func (m *memStore) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]event.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -145,18 +146,18 @@ func (m *memStore) ReadEvents(ctx context.Context, sessionID string, after int64
 	m.mu.RLock()
 	me, ok := m.sessions[sessionID]
 	hook := m.afterRead
-	var out []store.Event
+	var out []event.Event
 	if ok && after < me.n {
 		after = max(after, 0)
 		end := min(me.n, after+int64(limit))
-		out = make([]store.Event, 0, end-after)
+		out = make([]event.Event, 0, end-after)
 		for seq := after + 1; seq <= end; seq++ {
 			out = append(out, me.at(seq))
 		}
 	}
 	m.mu.RUnlock()
 	if !ok {
-		return nil, store.ErrNotFound
+		return nil, record.ErrNotFound
 	}
 	if hook != nil {
 		hook(ctx, sessionID, after)
@@ -173,19 +174,19 @@ func (m *memStore) setFailAppend(err error) {
 	m.failAppend = err
 }
 
-// GetSession returns the header fields the Log uses.
-func (m *memStore) GetSession(ctx context.Context, id string) (store.Session, error) {
+// LastSeq returns the session's last seq.
+func (m *memStore) LastSeq(ctx context.Context, id string) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Session{}, err
+		return 0, err
 	}
 	m.gets.Add(1)
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	me, ok := m.sessions[id]
 	if !ok {
-		return store.Session{}, store.ErrNotFound
+		return 0, record.ErrNotFound
 	}
-	return store.Session{ID: id, LastSeq: me.n}, nil
+	return me.n, nil
 }
 
 var _ Store = (*memStore)(nil)
@@ -195,10 +196,10 @@ func TestMemStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := newMemStore("s")
-	if _, err := m.AppendEvents(ctx, "nope", ev("x", 0)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := m.AppendEvents(ctx, "nope", ev("x", 0)); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("append to unknown session: %v, want ErrNotFound", err)
 	}
-	if _, err := m.ReadEvents(ctx, "nope", 0, 10); !errors.Is(err, store.ErrNotFound) {
+	if _, err := m.ReadEvents(ctx, "nope", 0, 10); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("read of unknown session: %v, want ErrNotFound", err)
 	}
 	var wg sync.WaitGroup
@@ -235,12 +236,12 @@ func TestMemStore(t *testing.T) {
 
 // ev builds a test event whose payload names its producer and index, so
 // tests can tell which Append produced a stored event.
-func ev(producer string, i int) store.Event {
+func ev(producer string, i int) event.Event {
 	data, _ := json.Marshal(map[string]any{"p": producer, "i": i})
-	return store.Event{Type: "test", Data: data}
+	return event.Event{Type: "test", Data: data}
 }
 
-func seqs(evs []store.Event) []int64 {
+func seqs(evs []event.Event) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.Seq

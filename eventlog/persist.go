@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/store"
 )
 
@@ -135,7 +136,7 @@ func (l *Log) persistRound(b store.BatchEvents, round []*session) {
 // take marks s's next batch of unpersisted events in flight and returns
 // it; ok is false when an append of s is already in flight or there is
 // nothing to append.
-func (s *session) take(fromRound bool) (from, to int64, evs []store.Event, ok bool) {
+func (s *session) take(fromRound bool) (from, to int64, evs []event.Event, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if fromRound {
@@ -148,7 +149,7 @@ func (s *session) take(fromRound bool) (from, to int64, evs []store.Event, ok bo
 		return 0, 0, nil, false
 	}
 	s.inflight = true
-	evs = make([]store.Event, 0, to-from+1)
+	evs = make([]event.Event, 0, to-from+1)
 	for q := from; q <= to; q++ {
 		evs = append(evs, s.at(q))
 	}
@@ -182,7 +183,7 @@ func (l *Log) settle(s *session, from, to int64, err error) {
 
 // agree checks that the store numbered the events as the Log did; it would
 // not if something else appended to the session.
-func agree(stored []store.Event, from, to int64) error {
+func agree(stored []event.Event, from, to int64) error {
 	if int64(len(stored)) != to-from+1 {
 		return fmt.Errorf("eventlog: store stored %d events of %d", len(stored), to-from+1)
 	}

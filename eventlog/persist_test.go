@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -27,7 +29,7 @@ type gate struct {
 
 func newGate(m *memStore) *gate {
 	g := &gate{entered: make(chan struct{}), open: make(chan struct{})}
-	m.setHooks(nil, func(string, []store.Event) {
+	m.setHooks(nil, func(string, []event.Event) {
 		g.once.Do(func() { close(g.entered) })
 		<-g.open
 	})
@@ -286,7 +288,7 @@ func TestPersistFailure(t *testing.T) {
 func TestPersistUnknownSession(t *testing.T) {
 	t.Parallel()
 	l := New(newMemStore(), Options{Logger: quiet})
-	if _, err := l.Publish(t.Context(), "nope", ev("a", 0)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := l.Publish(t.Context(), "nope", ev("a", 0)); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Publish = %v, want ErrNotFound", err)
 	}
 }
@@ -303,7 +305,7 @@ func TestPersistSessionDeletedBehind(t *testing.T) {
 	publishN(t, l, "s", 3)
 	m.delete("s")
 	close(g.open)
-	if err := l.Flush(testCtx(t), "s"); !errors.Is(err, store.ErrNotFound) {
+	if err := l.Flush(testCtx(t), "s"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Flush = %v, want ErrNotFound", err)
 	}
 }
@@ -422,11 +424,11 @@ func TestPublishInvalidData(t *testing.T) {
 	t.Parallel()
 	m := newMemStore("s")
 	l := New(m, Options{Logger: quiet})
-	bad := store.Event{Type: "x", Data: []byte("{not json")}
+	bad := event.Event{Type: "x", Data: []byte("{not json")}
 	if _, err := l.Publish(t.Context(), "s", ev("ok", 0), bad); err == nil {
 		t.Fatal("Publish accepted invalid JSON")
 	}
-	got, err := l.Append(t.Context(), "s", store.Event{Type: "nil data"})
+	got, err := l.Append(t.Context(), "s", event.Event{Type: "nil data"})
 	if err != nil || got[0].Seq != 1 {
 		t.Fatalf("Append after a refused Publish = %v, %v; want seq 1", seqs(got), err)
 	}
@@ -441,7 +443,7 @@ func TestDurableWaitSkipsBacklog(t *testing.T) {
 	l := New(m, Options{PersistDelay: time.Millisecond, Logger: quiet})
 	entered, open := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	m.setHooks(nil, func(id string, _ []store.Event) {
+	m.setHooks(nil, func(id string, _ []event.Event) {
 		if id == "a" {
 			once.Do(func() { close(entered) })
 			<-open
@@ -474,9 +476,9 @@ type batchStore struct {
 	batches atomic.Int64
 }
 
-func (b *batchStore) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+func (b *batchStore) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
 	b.batches.Add(1)
-	out := make([][]store.Event, len(batches))
+	out := make([][]event.Event, len(batches))
 	errs := make([]error, len(batches))
 	for i, bt := range batches {
 		out[i], errs[i] = b.memStore.AppendEvents(ctx, bt.SessionID, bt.Events...)
@@ -529,7 +531,7 @@ func TestRoundsBatchAndDurableWaitsJoin(t *testing.T) {
 				t.Fatalf("store has %d events of %s, want %d", n, id, want)
 			}
 		}
-		if err := l.Flush(testCtx(t), "unknown"); !errors.Is(err, store.ErrNotFound) {
+		if err := l.Flush(testCtx(t), "unknown"); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("Flush of the session the store lost = %v, want ErrNotFound", err)
 		}
 		return

@@ -8,7 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // Reader reads one session's events in seq order from a position. Next must
@@ -22,7 +23,7 @@ type Reader struct {
 	lease *lease
 
 	// batch is the one store read a reader behind the window holds.
-	batch []store.Event
+	batch []event.Event
 	bi    int
 	// dry records that the store had nothing after dryAt when last read; it
 	// lets a reader of a session this Log has not appended to yet wait
@@ -92,15 +93,15 @@ func (r *Reader) Buffered() bool {
 // reader never sees an event the store does not have. A reader older than
 // the in-memory window replays from the store in batches, then follows
 // live. It never blocks appenders or other readers.
-func (r *Reader) Next(ctx context.Context) (store.Event, error) {
+func (r *Reader) Next(ctx context.Context) (event.Event, error) {
 	for {
 		select {
 		case <-r.done:
-			return store.Event{}, ErrClosed
+			return event.Event{}, ErrClosed
 		default:
 		}
 		if err := ctx.Err(); err != nil {
-			return store.Event{}, err
+			return event.Event{}, err
 		}
 		s := r.s
 		if !s.touched.Load() {
@@ -134,7 +135,7 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 			// more" (or "nothing more is stored") and "wait".
 			if s.closed {
 				s.mu.RUnlock()
-				return store.Event{}, ErrSessionClosed
+				return event.Event{}, ErrSessionClosed
 			}
 			ch := s.notify
 			if !s.waited.Load() {
@@ -144,9 +145,9 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 			select {
 			case <-ch:
 			case <-r.done:
-				return store.Event{}, ErrClosed
+				return event.Event{}, ErrClosed
 			case <-ctx.Done():
-				return store.Event{}, ctx.Err()
+				return event.Event{}, ctx.Err()
 			}
 
 		default:
@@ -156,7 +157,7 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 			closed, last := s.closed, s.durable
 			s.mu.RUnlock()
 			if err := r.fill(ctx, pos, last, closed); err != nil {
-				return store.Event{}, err
+				return event.Event{}, err
 			}
 		}
 	}
@@ -169,7 +170,7 @@ func (r *Reader) fill(ctx context.Context, pos, last int64, closed bool) error {
 	limit := r.log.opt.ReadBatch
 	evs, err := r.log.events.ReadEvents(ctx, r.id, pos, limit)
 	if err != nil {
-		if closed && errors.Is(err, store.ErrNotFound) {
+		if closed && errors.Is(err, record.ErrNotFound) {
 			return ErrSessionClosed
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {

@@ -1,10 +1,10 @@
 package eventlog
 
-import "github.com/weft-run/weft/store"
+import "github.com/weft-run/weft/event"
 
 // redact applies Options.Redact to the events' data. The caller's slice
 // is left alone: a copy is made on the first change.
-func (l *Log) redact(events []store.Event) []store.Event {
+func (l *Log) redact(events []event.Event) []event.Event {
 	if l.opt.Redact == nil {
 		return events
 	}
@@ -18,7 +18,7 @@ func (l *Log) redact(events []store.Event) []store.Event {
 			continue
 		}
 		if &out[0] == &events[0] {
-			out = append([]store.Event(nil), events...)
+			out = append([]event.Event(nil), events...)
 		}
 		out[i].Data = red
 	}

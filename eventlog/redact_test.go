@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/policy/secret"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
@@ -32,14 +33,14 @@ func TestRedactOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.CreateSession(ctx, store.Session{ID: "s"}); err != nil {
+	if _, err := db.CreateSession(ctx, record.Session{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	l := eventlog.New(db, eventlog.Options{Redact: set.RedactJSON})
+	l := eventlog.New(sessionEvents(db), eventlog.Options{Redact: set.RedactJSON})
 	live := l.Subscribe("s", 0)
 	defer live.Close()
 
-	in := []store.Event{
+	in := []event.Event{
 		{Type: "tool_use", Data: json.RawMessage(`{"input":{"command":"echo ` + value + `"}}`)},
 		{Type: "plain", Data: json.RawMessage(`{"n":1}`)},
 		{Type: "escaped", Data: json.RawMessage(`{"t":"zqKp2WmXv4Rt8Ln\u0042"}`)},
@@ -50,7 +51,7 @@ func TestRedactOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appended, err := l.Append(ctx, "s", store.Event{Type: "permission_request", Data: json.RawMessage(`{"input":"` + value + `"}`)})
+	appended, err := l.Append(ctx, "s", event.Event{Type: "permission_request", Data: json.RawMessage(`{"input":"` + value + `"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestRedactOption(t *testing.T) {
 		t.Fatalf("the caller's event changed: %s", in[0].Data)
 	}
 	want := []string{`{"input":{"command":"echo [SECRET:TOKEN]"}}`, `{"n":1}`, `{"t":"[SECRET:TOKEN]"}`, ``, `{"input":"[SECRET:TOKEN]"}`}
-	check := func(where string, evs []store.Event) {
+	check := func(where string, evs []event.Event) {
 		t.Helper()
 		if len(evs) != len(want) {
 			t.Fatalf("%s: %d events", where, len(evs))
@@ -70,7 +71,7 @@ func TestRedactOption(t *testing.T) {
 		}
 	}
 	check("returned", append(published, appended...))
-	var got []store.Event
+	var got []event.Event
 	for range want {
 		e, err := live.Next(ctx)
 		if err != nil {
@@ -85,7 +86,7 @@ func TestRedactOption(t *testing.T) {
 	}
 	check("store", stored)
 	// A fresh log over the same store: every read comes from the store.
-	r := eventlog.New(db, eventlog.Options{}).Subscribe("s", 0)
+	r := eventlog.New(sessionEvents(db), eventlog.Options{}).Subscribe("s", 0)
 	defer r.Close()
 	got = got[:0]
 	for range want {

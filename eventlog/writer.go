@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
 )
 
 // Writer appends to one incarnation of a session: the in-memory state the
@@ -55,12 +55,12 @@ func (l *Log) Writer(sessionID string) *Writer {
 }
 
 // Publish is Log.Publish on the Writer's incarnation.
-func (w *Writer) Publish(ctx context.Context, events ...store.Event) ([]store.Event, error) {
+func (w *Writer) Publish(ctx context.Context, events ...event.Event) ([]event.Event, error) {
 	return w.publish(ctx, events)
 }
 
 // Append is Log.Append on the Writer's incarnation.
-func (w *Writer) Append(ctx context.Context, events ...store.Event) ([]store.Event, error) {
+func (w *Writer) Append(ctx context.Context, events ...event.Event) ([]event.Event, error) {
 	out, err := w.publish(ctx, events)
 	if err != nil || len(out) == 0 {
 		return out, err
@@ -86,7 +86,7 @@ func (w *Writer) Close() {
 	w.once.Do(w.lease.release)
 }
 
-func (w *Writer) publish(ctx context.Context, events []store.Event) ([]store.Event, error) {
+func (w *Writer) publish(ctx context.Context, events []event.Event) ([]event.Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
 )
 
 // TestWriterIncarnation: a Writer appends to the state it was made on;
@@ -95,10 +95,10 @@ func TestWriterRedacts(t *testing.T) {
 	w := l.Writer("s")
 	defer w.Close()
 	ctx := testCtx(t)
-	if _, err := w.Publish(ctx, store.Event{Type: "a", Data: []byte(`{"p":"hunter2"}`)}); err != nil {
+	if _, err := w.Publish(ctx, event.Event{Type: "a", Data: []byte(`{"p":"hunter2"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.Append(ctx, store.Event{Type: "b", Data: []byte(`{"q":"hunter2"}`)})
+	got, err := w.Append(ctx, event.Event{Type: "b", Data: []byte(`{"q":"hunter2"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

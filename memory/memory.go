@@ -18,7 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // Defaults and limits.
@@ -42,7 +42,7 @@ const (
 )
 
 // ErrInvalid: a memory or query is malformed (empty text, too long, too
-// many tags); the message says how. Unknown memories are store.ErrNotFound.
+// many tags); the message says how. Unknown memories are record.ErrNotFound.
 var ErrInvalid = errors.New("invalid memory")
 
 // Options configure a Service. The zero value means the defaults.
@@ -57,14 +57,14 @@ type Options struct {
 // Service keeps memories in a store and ranks them. It is safe for
 // concurrent use.
 type Service struct {
-	store store.Memories
+	store Store
 	opt   Options
 }
 
 // Scored is a memory found by Search with how it ranked: Score = Overlap *
 // Recency.
 type Scored struct {
-	store.Memory
+	record.Memory
 	Score float64 `json:"score"`
 	// Overlap is the share of the query's words the memory holds (0..1].
 	Overlap float64 `json:"overlap"`
@@ -73,7 +73,7 @@ type Scored struct {
 }
 
 // New returns a service over st.
-func New(st store.Memories, opt Options) *Service {
+func New(st Store, opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -107,13 +107,13 @@ func newID() string {
 
 // Remember stores text (trimmed) with tags (trimmed, empty and repeated
 // ones dropped) for the user.
-func (s *Service) Remember(ctx context.Context, user, text string, tags []string) (store.Memory, error) {
+func (s *Service) Remember(ctx context.Context, user, text string, tags []string) (record.Memory, error) {
 	text = strings.TrimSpace(text)
 	switch n := utf8.RuneCountInString(text); {
 	case n == 0:
-		return store.Memory{}, fmt.Errorf("%w: text is empty", ErrInvalid)
+		return record.Memory{}, fmt.Errorf("%w: text is empty", ErrInvalid)
 	case n > MaxTextRunes:
-		return store.Memory{}, fmt.Errorf("%w: text has %d characters; keep a memory under %d (one fact per memory)", ErrInvalid, n, MaxTextRunes)
+		return record.Memory{}, fmt.Errorf("%w: text has %d characters; keep a memory under %d (one fact per memory)", ErrInvalid, n, MaxTextRunes)
 	}
 	var clean []string
 	for _, t := range tags {
@@ -122,22 +122,22 @@ func (s *Service) Remember(ctx context.Context, user, text string, tags []string
 			continue
 		}
 		if utf8.RuneCountInString(t) > MaxTagRunes {
-			return store.Memory{}, fmt.Errorf("%w: tag %.20q… is longer than %d characters", ErrInvalid, t, MaxTagRunes)
+			return record.Memory{}, fmt.Errorf("%w: tag %.20q… is longer than %d characters", ErrInvalid, t, MaxTagRunes)
 		}
 		clean = append(clean, t)
 	}
 	if len(clean) > MaxTags {
-		return store.Memory{}, fmt.Errorf("%w: %d tags; at most %d", ErrInvalid, len(clean), MaxTags)
+		return record.Memory{}, fmt.Errorf("%w: %d tags; at most %d", ErrInvalid, len(clean), MaxTags)
 	}
-	m, err := s.store.AddMemory(ctx, store.Memory{ID: newID(), UserID: user, Text: text, Tags: clean, CreatedAt: s.opt.Now()})
+	m, err := s.store.AddMemory(ctx, record.Memory{ID: newID(), UserID: user, Text: text, Tags: clean, CreatedAt: s.opt.Now()})
 	if err != nil {
-		return store.Memory{}, fmt.Errorf("remember: %w", err)
+		return record.Memory{}, fmt.Errorf("remember: %w", err)
 	}
 	return m, nil
 }
 
 // List returns the user's memories, newest first.
-func (s *Service) List(ctx context.Context, user string) ([]store.Memory, error) {
+func (s *Service) List(ctx context.Context, user string) ([]record.Memory, error) {
 	ms, err := s.store.ListMemories(ctx, user)
 	if err != nil {
 		return nil, fmt.Errorf("list memories: %w", err)
@@ -146,11 +146,11 @@ func (s *Service) List(ctx context.Context, user string) ([]store.Memory, error)
 }
 
 // Forget deletes the user's memory id; an error wrapping
-// store.ErrNotFound when the user has no such memory.
+// record.ErrNotFound when the user has no such memory.
 func (s *Service) Forget(ctx context.Context, user, id string) error {
 	if err := s.store.DeleteMemory(ctx, user, id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no memory %q: %w", id, store.ErrNotFound)
+		if errors.Is(err, record.ErrNotFound) {
+			return fmt.Errorf("no memory %q: %w", id, record.ErrNotFound)
 		}
 		return fmt.Errorf("forget: %w", err)
 	}
@@ -289,4 +289,11 @@ func words(s string) map[string]struct{} {
 	}
 	add(word.String())
 	return out
+}
+
+// Store keeps the memories (store.Memories satisfies it).
+type Store interface {
+	AddMemory(ctx context.Context, m record.Memory) (record.Memory, error)
+	ListMemories(ctx context.Context, userID string) ([]record.Memory, error)
+	DeleteMemory(ctx context.Context, userID, id string) error
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -240,7 +240,7 @@ func TestPerUserIsolation(t *testing.T) {
 			t.Fatalf("Search(%s) = %+v, %v", user, found, err)
 		}
 	}
-	if err := s.Forget(ctx, "bob", a.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Forget(ctx, "bob", a.ID); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("bob forgetting alice's memory: %v", err)
 	}
 	if err := s.Forget(ctx, "alice", a.ID); err != nil {
@@ -305,7 +305,7 @@ func TestToolsEndToEnd(t *testing.T) {
 	if res.IsError || !strings.HasPrefix(res.TextOf(), "Remembered mem_") {
 		t.Fatalf("remember: %s", res.TextOf())
 	}
-	id := res.Data["memory"].(store.Memory).ID
+	id := res.Data["memory"].(record.Memory).ID
 	run(context.Background(), "memory_remember", `{"text":"the default user ships by hand"}`)
 
 	res = run(ann, "memory_search", `{"query":"how do we deploy"}`)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -97,7 +97,7 @@ func (s *Service) forgetTool(ctx context.Context, in forgetInput, _ *tool.Call) 
 }
 
 // line writes "- [id] (date, extra) text #tag ...".
-func line(b *strings.Builder, m store.Memory, extra string) {
+func line(b *strings.Builder, m record.Memory, extra string) {
 	fmt.Fprintf(b, "- [%s] (%s", m.ID, m.CreatedAt.UTC().Format(time.DateOnly))
 	if extra != "" {
 		fmt.Fprintf(b, ", %s", extra)

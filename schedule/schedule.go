@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // Defaults of Options (seed 001's policy).
@@ -35,7 +35,7 @@ const (
 const retryDelay = 30 * time.Second
 
 // Errors callers branch on (errors.Is). Unknown schedules are
-// store.ErrNotFound.
+// record.ErrNotFound.
 var (
 	// ErrInvalid: the request is wrong (no workflow, interval too short or
 	// too long, inputs not an object); the message says how.
@@ -91,7 +91,7 @@ type Request struct {
 // Scheduler keeps schedules in the store and fires them. Its methods are
 // safe for concurrent use.
 type Scheduler struct {
-	store  store.Schedules
+	store  Store
 	submit SubmitFunc
 	opt    Options
 	log    *slog.Logger
@@ -107,7 +107,7 @@ type Scheduler struct {
 }
 
 // NewScheduler returns a scheduler over st that fires through submit.
-func NewScheduler(st store.Schedules, submit SubmitFunc, opt Options) *Scheduler {
+func NewScheduler(st Store, submit SubmitFunc, opt Options) *Scheduler {
 	if opt.Clock == nil {
 		opt.Clock = RealClock()
 	}
@@ -162,13 +162,13 @@ func (s *Scheduler) validate(req *Request) error {
 // Create validates req and stores an active schedule that expires TTL
 // after now. With RunImmediately the first run is submitted before Create
 // returns; if that fails, nothing is kept and the error says why.
-func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, error) {
+func (s *Scheduler) Create(ctx context.Context, req Request) (record.Schedule, error) {
 	if err := s.validate(&req); err != nil {
-		return store.Schedule{}, err
+		return record.Schedule{}, err
 	}
 	if s.opt.Check != nil {
 		if err := s.opt.Check(ctx, req.WorkflowID, req.Inputs); err != nil {
-			return store.Schedule{}, err
+			return record.Schedule{}, err
 		}
 	}
 	s.mu.Lock()
@@ -176,7 +176,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, er
 	now := s.opt.Clock.Now()
 	active, err := s.store.ListSchedules(ctx, true)
 	if err != nil {
-		return store.Schedule{}, fmt.Errorf("schedule: %w", err)
+		return record.Schedule{}, fmt.Errorf("schedule: %w", err)
 	}
 	n := 0
 	for _, a := range active {
@@ -185,10 +185,10 @@ func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, er
 		}
 	}
 	if n >= s.opt.MaxActive {
-		return store.Schedule{}, fmt.Errorf("%w: at most %d schedules may be active; delete one first", ErrTooMany, s.opt.MaxActive)
+		return record.Schedule{}, fmt.Errorf("%w: at most %d schedules may be active; delete one first", ErrTooMany, s.opt.MaxActive)
 	}
 	interval := time.Duration(req.IntervalSeconds) * time.Second
-	sch := store.Schedule{
+	sch := record.Schedule{
 		ID:              newID(),
 		WorkflowID:      req.WorkflowID,
 		Inputs:          req.Inputs,
@@ -201,7 +201,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, er
 	}
 	sch, err = s.store.CreateSchedule(ctx, sch)
 	if err != nil {
-		return store.Schedule{}, fmt.Errorf("schedule: %w", err)
+		return record.Schedule{}, fmt.Errorf("schedule: %w", err)
 	}
 	if req.RunImmediately {
 		taskID, err := s.submit(ctx, sch.WorkflowID, sch.Inputs)
@@ -209,11 +209,11 @@ func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, er
 			if derr := s.store.DeleteSchedule(context.WithoutCancel(ctx), sch.ID); derr != nil {
 				s.log.Error("schedule: removing a schedule whose first run failed", "schedule", sch.ID, "err", derr)
 			}
-			return store.Schedule{}, fmt.Errorf("first run of workflow %s: %w", sch.WorkflowID, err)
+			return record.Schedule{}, fmt.Errorf("first run of workflow %s: %w", sch.WorkflowID, err)
 		}
 		s.recordRun(&sch, now, taskID)
 		if err := s.store.UpdateSchedule(context.WithoutCancel(ctx), sch); err != nil {
-			return store.Schedule{}, fmt.Errorf("schedule: %w", err)
+			return record.Schedule{}, fmt.Errorf("schedule: %w", err)
 		}
 	}
 	s.poke()
@@ -223,7 +223,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request) (store.Schedule, er
 // recordRun notes a successful firing at now and moves NextRunAt to the
 // first slot after now, keeping the schedule's phase; a one-shot schedule
 // is spent.
-func (s *Scheduler) recordRun(sch *store.Schedule, now time.Time, taskID string) {
+func (s *Scheduler) recordRun(sch *record.Schedule, now time.Time, taskID string) {
 	sch.LastRunAt = now
 	sch.RunCount++
 	sch.LastTaskID = taskID
@@ -234,7 +234,7 @@ func (s *Scheduler) recordRun(sch *store.Schedule, now time.Time, taskID string)
 // recordFailure notes a firing that could not be submitted, on the
 // schedule itself (GET /v1/schedules shows it), and moves on to the next
 // slot: retrying at once would fail the same way.
-func (s *Scheduler) recordFailure(sch *store.Schedule, now time.Time, err error) {
+func (s *Scheduler) recordFailure(sch *record.Schedule, now time.Time, err error) {
 	s.log.Error("schedule: firing failed", "schedule", sch.ID, "workflow", sch.WorkflowID, "err", err)
 	sch.LastError, sch.LastErrorAt = err.Error(), now
 	advance(sch, now)
@@ -242,7 +242,7 @@ func (s *Scheduler) recordFailure(sch *store.Schedule, now time.Time, err error)
 
 // advance moves NextRunAt past now, or deactivates a one-shot schedule.
 // Missed slots are skipped, not made up.
-func advance(sch *store.Schedule, now time.Time) {
+func advance(sch *record.Schedule, now time.Time) {
 	if !sch.Recurring {
 		sch.Active = false
 		return
@@ -257,19 +257,19 @@ func advance(sch *store.Schedule, now time.Time) {
 	}
 }
 
-// Get returns the schedule; an error wrapping store.ErrNotFound.
-func (s *Scheduler) Get(ctx context.Context, id string) (store.Schedule, error) {
+// Get returns the schedule; an error wrapping record.ErrNotFound.
+func (s *Scheduler) Get(ctx context.Context, id string) (record.Schedule, error) {
 	return s.store.GetSchedule(ctx, id)
 }
 
 // List returns the schedules (only the active ones when activeOnly),
 // soonest next run first.
-func (s *Scheduler) List(ctx context.Context, activeOnly bool) ([]store.Schedule, error) {
+func (s *Scheduler) List(ctx context.Context, activeOnly bool) ([]record.Schedule, error) {
 	return s.store.ListSchedules(ctx, activeOnly)
 }
 
 // Delete cancels the schedule and removes it; runs it already started go
-// on. An error wrapping store.ErrNotFound for an unknown id.
+// on. An error wrapping record.ErrNotFound for an unknown id.
 func (s *Scheduler) Delete(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -286,14 +286,14 @@ func (s *Scheduler) Delete(ctx context.Context, id string) error {
 // submission is logged and recorded on the schedule (LastError,
 // LastErrorAt), and the schedule moves on to its next slot: retrying at
 // once would fail the same way.
-func (s *Scheduler) FireDue(ctx context.Context) ([]store.Schedule, error) {
+func (s *Scheduler) FireDue(ctx context.Context) ([]record.Schedule, error) {
 	fired, _, err := s.pass(ctx)
 	return fired, err
 }
 
 // pass is FireDue, also returning when the next schedule is due or expires
 // (zero when none is active).
-func (s *Scheduler) pass(ctx context.Context) (fired []store.Schedule, next time.Time, err error) {
+func (s *Scheduler) pass(ctx context.Context) (fired []record.Schedule, next time.Time, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Clock.Now()
@@ -421,4 +421,13 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 			return
 		}
 	}
+}
+
+// Store keeps the schedules (store.Schedules satisfies it).
+type Store interface {
+	CreateSchedule(ctx context.Context, s record.Schedule) (record.Schedule, error)
+	GetSchedule(ctx context.Context, id string) (record.Schedule, error)
+	UpdateSchedule(ctx context.Context, s record.Schedule) error
+	DeleteSchedule(ctx context.Context, id string) error
+	ListSchedules(ctx context.Context, activeOnly bool) ([]record.Schedule, error)
 }

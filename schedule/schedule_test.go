@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/schedule"
 	"github.com/weft-run/weft/schedule/schedtest"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -73,7 +73,7 @@ func newTest(t *testing.T, opt schedule.Options) (*schedule.Scheduler, *schedtes
 
 func boolp(b bool) *bool { return &b }
 
-func mustCreate(t *testing.T, s *schedule.Scheduler, req schedule.Request) store.Schedule {
+func mustCreate(t *testing.T, s *schedule.Scheduler, req schedule.Request) record.Schedule {
 	t.Helper()
 	sch, err := s.Create(context.Background(), req)
 	if err != nil {
@@ -82,7 +82,7 @@ func mustCreate(t *testing.T, s *schedule.Scheduler, req schedule.Request) store
 	return sch
 }
 
-func mustFire(t *testing.T, s *schedule.Scheduler, want int) []store.Schedule {
+func mustFire(t *testing.T, s *schedule.Scheduler, want int) []record.Schedule {
 	t.Helper()
 	fired, err := s.FireDue(context.Background())
 	if err != nil {
@@ -243,7 +243,7 @@ func TestExpiry(t *testing.T) {
 func TestMaxActive(t *testing.T) {
 	t.Parallel()
 	s, clock, _ := newTest(t, schedule.Options{})
-	var first store.Schedule
+	var first record.Schedule
 	for i := range schedule.DefaultMaxActive {
 		sch := mustCreate(t, s, schedule.Request{WorkflowID: fmt.Sprint("w", i), IntervalSeconds: 3600})
 		if i == 0 {
@@ -258,10 +258,10 @@ func TestMaxActive(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreate(t, s, schedule.Request{WorkflowID: "one-more", IntervalSeconds: 3600})
-	if err := s.Delete(context.Background(), first.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Delete(context.Background(), first.ID); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("deleting twice: %v", err)
 	}
-	if _, err := s.Get(context.Background(), first.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Get(context.Background(), first.ID); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Get(deleted): %v", err)
 	}
 	// Expired schedules do not count, even before a pass deactivates them.
@@ -388,7 +388,7 @@ func TestTool(t *testing.T) {
 		return reg.Execute(context.Background(), &tool.Call{ID: "c", Name: "task_schedule", Input: json.RawMessage(input)})
 	}
 	res := run(`{"workflowId":"report","inputs":{"id":12345678901234567890},"intervalSeconds":120,"runImmediately":true}`)
-	sch, ok := res.Data["schedule"].(store.Schedule)
+	sch, ok := res.Data["schedule"].(record.Schedule)
 	if res.IsError || !ok || !strings.Contains(res.TextOf(), "every 120 s") || !strings.Contains(res.TextOf(), "First run started as task task_1") {
 		t.Fatalf("result: %v %s", res.IsError, res.TextOf())
 	}

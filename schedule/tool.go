@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -74,7 +74,7 @@ func (s *Scheduler) scheduleTool(ctx context.Context, in scheduleInput, _ *tool.
 }
 
 // describe says in a sentence what a new schedule will do.
-func describe(sch store.Schedule) string {
+func describe(sch record.Schedule) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Created schedule %s for workflow %s", sch.ID, sch.WorkflowID)
 	switch {

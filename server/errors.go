@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 )
 
 // The error types of seed 000; every error response is
@@ -65,13 +65,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // so that internals (paths, SQL) do not leak to clients.
 func (s *Server) writeRuntimeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, runtime.ErrNotFound):
+	case errors.Is(err, session.ErrNotFound):
 		writeError(w, http.StatusNotFound, errNotFound, notFoundMessage(r))
-	case errors.Is(err, runtime.ErrExists):
+	case errors.Is(err, session.ErrExists):
 		writeError(w, http.StatusConflict, errConflict, "session "+quote(r.PathValue("id"))+" already exists")
-	case errors.Is(err, runtime.ErrAnswered):
+	case errors.Is(err, session.ErrAnswered):
 		writeError(w, http.StatusConflict, errConflict, "permission request "+quote(r.PathValue("request_id"))+" was already answered")
-	case errors.Is(err, runtime.ErrClosed):
+	case errors.Is(err, session.ErrClosed):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, errInternal, "the server is shutting down")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

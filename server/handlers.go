@@ -11,8 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 )
 
 // healthTimeout bounds the store check of GET /v1/health.
@@ -36,7 +37,7 @@ func (s *Server) health(ctx context.Context) error {
 	defer cancel()
 	s.healthErr = s.rt.Health(rctx)
 	s.healthAt = time.Now()
-	if s.healthErr != nil && !errors.Is(s.healthErr, runtime.ErrClosed) {
+	if s.healthErr != nil && !errors.Is(s.healthErr, session.ErrClosed) {
 		s.log.Error("health check failed", "request_id", requestID(ctx), "error", s.healthErr)
 	}
 	return s.healthErr
@@ -50,7 +51,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	if err := s.health(r.Context()); err != nil {
 		msg := "the store is unavailable"
-		if errors.Is(err, runtime.ErrClosed) {
+		if errors.Is(err, session.ErrClosed) {
 			msg = "the server is shutting down"
 		}
 		w.Header().Set("Retry-After", "5")
@@ -110,8 +111,8 @@ func (q *turnRequest) validate() string {
 	return ""
 }
 
-func (q *turnRequest) options() runtime.TurnOptions {
-	return runtime.TurnOptions{Model: q.Model, SystemPrompt: q.SystemPrompt, MaxTurns: q.MaxTurns,
+func (q *turnRequest) options() session.TurnOptions {
+	return session.TurnOptions{Model: q.Model, SystemPrompt: q.SystemPrompt, MaxTurns: q.MaxTurns,
 		StopSequences: q.StopSequences, Thinking: q.Thinking}
 }
 
@@ -196,12 +197,12 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, id string, m
 		case started:
 		case ev.Seq == msgSeq:
 			// The message itself.
-		case ev.Type == eventConsumed || ev.Type == eventDropped:
-			var m runtime.MessageData
+		case ev.Type == event.MessageConsumed || ev.Type == event.MessageDropped:
+			var m session.MessageData
 			if json.Unmarshal(ev.Data, &m) != nil || m.MessageSeq != msgSeq {
 				continue // another message's
 			}
-			if ev.Type == eventDropped {
+			if ev.Type == event.MessageDropped {
 				_ = st.event(ev)
 				return
 			}
@@ -212,7 +213,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, id string, m
 		if st.event(ev) != nil {
 			return
 		}
-		if started && ev.Type == doneEvent {
+		if started && ev.Type == event.Done {
 			return
 		}
 	}
@@ -290,7 +291,7 @@ type sessionJSON struct {
 	LastSeq int64 `json:"last_seq"`
 }
 
-func toSessionJSON(s runtime.Session) sessionJSON {
+func toSessionJSON(s session.Session) sessionJSON {
 	return sessionJSON{SessionID: s.ID, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
 		MessageCount: s.MessageCount, LastSeq: s.LastSeq}
 }
@@ -329,7 +330,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, err := s.rt.CreateSession(r.Context(), q.SessionID)
 	if err != nil {
-		if errors.Is(err, runtime.ErrExists) {
+		if errors.Is(err, session.ErrExists) {
 			writeError(w, http.StatusConflict, errConflict, "session "+quote(q.SessionID)+" already exists")
 			return
 		}
@@ -347,7 +348,7 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 // 500, default 50) and ?cursor= from the previous page's next_cursor.
 func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	qv := r.URL.Query()
-	opt := runtime.ListOptions{Cursor: qv.Get("cursor")}
+	opt := session.ListOptions{Cursor: qv.Get("cursor")}
 	if v := qv.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 500 {
@@ -358,7 +359,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.rt.ListSessions(r.Context(), opt)
 	if err != nil {
-		if errors.Is(err, runtime.ErrInvalidCursor) {
+		if errors.Is(err, session.ErrInvalidCursor) {
 			writeError(w, http.StatusBadRequest, errInvalidRequest, "cursor is not one this server handed out")
 			return
 		}
@@ -408,7 +409,7 @@ func (s *Server) handlePermission(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if _, err := s.rt.GetSession(r.Context(), id); err != nil {
-		if errors.Is(err, runtime.ErrNotFound) {
+		if errors.Is(err, session.ErrNotFound) {
 			writeError(w, http.StatusNotFound, errNotFound, "session "+quote(id)+" not found")
 			return
 		}

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/session"
 )
 
 // The safety layer's endpoints: permission postures (server-wide and per
@@ -53,13 +54,13 @@ func (s *Server) handlePutSessionPermissions(w http.ResponseWriter, r *http.Requ
 
 // decodePermissions accepts the permissions object itself or wrapped as
 // {"permissions": {...}} (the shape of a settings file).
-func decodePermissions(w http.ResponseWriter, r *http.Request) (runtime.Permissions, bool) {
+func decodePermissions(w http.ResponseWriter, r *http.Request) (session.Permissions, bool) {
 	var q struct {
-		runtime.Permissions
-		Wrapped *runtime.Permissions `json:"permissions"`
+		session.Permissions
+		Wrapped *session.Permissions `json:"permissions"`
 	}
 	if !decodeBody(w, r, &q) {
-		return runtime.Permissions{}, false
+		return session.Permissions{}, false
 	}
 	if q.Wrapped != nil {
 		return *q.Wrapped, true
@@ -68,11 +69,11 @@ func decodePermissions(w http.ResponseWriter, r *http.Request) (runtime.Permissi
 }
 
 func (s *Server) writePolicyError(w http.ResponseWriter, r *http.Request, err error) {
-	var inv *runtime.InvalidError
+	var inv *record.InvalidError
 	switch {
 	case errors.As(err, &inv):
 		writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
-	case errors.Is(err, runtime.ErrForbidden):
+	case errors.Is(err, session.ErrForbidden):
 		writeError(w, http.StatusForbidden, errPermission, err.Error())
 	default:
 		s.writeRuntimeError(w, r, err)
@@ -82,7 +83,7 @@ func (s *Server) writePolicyError(w http.ResponseWriter, r *http.Request, err er
 func (s *Server) handleListPlugins(w http.ResponseWriter, r *http.Request) {
 	ps := s.rt.Plugins()
 	if ps == nil {
-		ps = []runtime.PluginInfo{}
+		ps = []session.PluginInfo{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"plugins": ps, "count": len(ps)})
 }
@@ -91,7 +92,7 @@ func (s *Server) handleTrustPlugin(w http.ResponseWriter, r *http.Request) {
 	trust := r.Method == http.MethodPost
 	id := r.PathValue("id")
 	if err := s.rt.TrustPlugin(id, trust); err != nil {
-		if errors.Is(err, runtime.ErrNotFound) {
+		if errors.Is(err, session.ErrNotFound) {
 			writeError(w, http.StatusNotFound, errNotFound, "plugin "+quote(id)+" has no hooks here")
 			return
 		}
@@ -105,7 +106,7 @@ func (s *Server) handleTrustPlugin(w http.ResponseWriter, r *http.Request) {
 // unix seconds), ?limit=, ?after_id= to page.
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q := runtime.AuditQuery{SessionID: v.Get("session_id")}
+	q := record.AuditQuery{SessionID: v.Get("session_id")}
 	if since := v.Get("since"); since != "" {
 		t, err := time.Parse(time.RFC3339Nano, since)
 		if err != nil {
@@ -142,7 +143,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if entries == nil {
-		entries = []runtime.AuditEntry{}
+		entries = []record.AuditEntry{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries, "count": len(entries)})
 }

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/session"
 )
 
 // handleRewind cuts a session's conversation back:
@@ -15,17 +16,17 @@ import (
 // position that does not exist or a cut that would end the conversation
 // with a user message.
 func (s *Server) handleRewind(w http.ResponseWriter, r *http.Request) {
-	var q runtime.RewindTo
+	var q session.RewindTo
 	if !decodeBody(w, r, &q) {
 		return
 	}
 	d, err := s.rt.Rewind(r.Context(), r.PathValue("id"), q)
-	var invalid *runtime.InvalidError
+	var invalid *record.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		writeError(w, http.StatusBadRequest, errInvalidRequest, invalid.Error())
 		return
-	case errors.Is(err, runtime.ErrBusy):
+	case errors.Is(err, session.ErrBusy):
 		writeError(w, http.StatusConflict, errConflict, "the session has a turn running or messages queued; cancel it or wait for its done, then rewind")
 		return
 	case err != nil:
@@ -33,7 +34,7 @@ func (s *Server) handleRewind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
-		runtime.RewindData
+		session.RewindData
 		Seq int64 `json:"seq"`
 	}{d, d.Seq})
 }

@@ -11,7 +11,9 @@ import (
 	"strconv"
 
 	"github.com/weft-run/weft/eventlog"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/run"
+	"github.com/weft-run/weft/session"
 )
 
 // Plan-and-execute runs (seed 001's AI agent) and saved workflows, under
@@ -78,22 +80,22 @@ func (s *Server) enabled(on bool, msg string, f http.HandlerFunc) http.HandlerFu
 // runErrorDetail is the error JSON with what a client needs to fix a
 // refused plan or inputs in one go.
 type runErrorDetail struct {
-	Type     string                `json:"type"`
-	Message  string                `json:"message"`
-	Problems []runtime.PlanProblem `json:"problems,omitempty"`
-	Inputs   []string              `json:"inputProblems,omitempty"`
-	Missing  []string              `json:"missing,omitempty"`
+	Type     string            `json:"type"`
+	Message  string            `json:"message"`
+	Problems []run.PlanProblem `json:"problems,omitempty"`
+	Inputs   []string          `json:"inputProblems,omitempty"`
+	Missing  []string          `json:"missing,omitempty"`
 }
 
 // writeRunError maps the run manager's errors onto statuses; what names
 // the addressed thing ("run", "workflow") for not-found messages.
 func (s *Server) writeRunError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	var (
-		ve  *runtime.ValidationError
-		ie  *runtime.InputsError
-		inv *runtime.InvalidError
-		pe  *runtime.PostureError
-		ce  *runtime.ConflictError
+		ve  *run.ValidationError
+		ie  *run.InputsError
+		inv *record.InvalidError
+		pe  *run.PostureError
+		ce  *run.ConflictError
 	)
 	detail := runErrorDetail{Message: err.Error()}
 	status := 0
@@ -105,11 +107,11 @@ func (s *Server) writeRunError(w http.ResponseWriter, r *http.Request, err error
 		status, detail.Type, detail.Inputs, detail.Missing = http.StatusBadRequest, errInvalidRequest, ie.Problems, ie.Missing
 	case errors.As(err, &inv):
 		status, detail.Type = http.StatusBadRequest, errInvalidRequest
-	case errors.As(err, &pe), errors.Is(err, runtime.ErrForbidden):
+	case errors.As(err, &pe), errors.Is(err, session.ErrForbidden):
 		status, detail.Type = http.StatusForbidden, errPermission
-	case errors.As(err, &ce), errors.Is(err, runtime.ErrNoGate), errors.Is(err, runtime.ErrAnswered), errors.Is(err, runtime.ErrConflict):
+	case errors.As(err, &ce), errors.Is(err, run.ErrNoGate), errors.Is(err, session.ErrAnswered), errors.Is(err, run.ErrConflict):
 		status, detail.Type = http.StatusConflict, errConflict
-	case errors.Is(err, runtime.ErrNotFound):
+	case errors.Is(err, session.ErrNotFound):
 		status, detail.Type = http.StatusNotFound, errNotFound
 		detail.Message = what + " " + quote(r.PathValue("id")) + " not found"
 		if what == "permission request" {
@@ -131,7 +133,7 @@ type runIDJSON struct {
 }
 
 func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
-	var q runtime.RunRequest
+	var q run.RunRequest
 	if !decodeBody(w, r, &q) {
 		return
 	}
@@ -144,7 +146,7 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
-	var q runtime.BatchRequest
+	var q run.BatchRequest
 	if !decodeBody(w, r, &q) {
 		return
 	}
@@ -160,7 +162,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 // error), ?status=, ?limit= (1 to 500, default 50), ?cursor=.
 func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	qv := r.URL.Query()
-	q := runtime.RunQuery{Q: qv.Get("q"), Status: qv.Get("status"), Cursor: qv.Get("cursor")}
+	q := run.RunQuery{Q: qv.Get("q"), Status: qv.Get("status"), Cursor: qv.Get("cursor")}
 	if v := qv.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 500 {
@@ -171,7 +173,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.cfg.Runs.ListRuns(r.Context(), q)
 	if err != nil {
-		if errors.Is(err, runtime.ErrInvalidCursor) {
+		if errors.Is(err, session.ErrInvalidCursor) {
 			writeError(w, http.StatusBadRequest, errInvalidRequest, "cursor is not one this server handed out")
 			return
 		}
@@ -180,7 +182,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	runs := page.Runs
 	if runs == nil {
-		runs = []runtime.Run{}
+		runs = []run.Run{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "nextCursor": page.NextCursor, "hasMore": page.NextCursor != ""})
 }
@@ -214,7 +216,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	last, err := s.cfg.Runs.LastSeq(r.Context(), id)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNotFound) {
+		if errors.Is(err, session.ErrNotFound) {
 			writeError(w, http.StatusNotFound, errNotFound, "run "+quote(id)+" not found")
 			return
 		}
@@ -241,7 +243,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 		if st.event(ev) != nil {
 			return
 		}
-		if runtime.TerminalRunEvent(ev.Type) {
+		if run.TerminalRunEvent(ev.Type) {
 			if last, err := s.cfg.Runs.LastSeq(st.client, id); err != nil || last <= ev.Seq {
 				return
 			}
@@ -252,7 +254,7 @@ func (s *Server) handleRunEvents(w http.ResponseWriter, r *http.Request) {
 // nextRunEvent is next (sse.go) for run streams: once the server closes, a
 // stream first delivers the events that exist (the interrupted events of
 // the runs the shutdown stopped), then ends.
-func (s *Server) nextRunEvent(st *sseStream, runID string, rd *eventlog.Reader) (runtime.Event, error) {
+func (s *Server) nextRunEvent(st *sseStream, runID string, rd *eventlog.Reader) (session.Event, error) {
 	ev, err := rd.Next(st.ctx)
 	if err == nil || st.client.Err() != nil || s.closing.Err() == nil {
 		return ev, err
@@ -279,13 +281,13 @@ func (s *Server) handleApproveRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var a runtime.Approval
+	var a run.Approval
 	if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
 		// One strict decode: the plan is the body itself ({"steps": ...}),
 		// so a misspelt step field ("dependOn") is refused rather than
 		// silently run without its dependency.
 		var q struct {
-			runtime.Plan
+			run.Plan
 			StepID string `json:"stepId"`
 		}
 		if err := decodeJSON(bytes.NewReader(t), &q); err != nil {

@@ -23,8 +23,9 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/permission"
-	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/run"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -42,8 +43,8 @@ type runsOptions struct {
 // run manager sharing a SQLite store, a scripted model and the test tools.
 type runsAPI struct {
 	*api
-	runs     *runtime.Runs
-	bg       *runtime.Background
+	runs     *run.Service
+	bg       *run.Background
 	reg      *tool.Registry
 	db       *sqlite.DB
 	provider *llmtest.Scripted
@@ -195,20 +196,20 @@ func buildRuns(tb testing.TB, o runsOptions) *runsAPI {
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	models := scriptedResolver{ra.provider}
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: "scripted:m", Tools: ra.reg, Policy: pol, Logger: log})
+	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: "scripted:m", Tools: ra.reg, Policy: pol, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	cfg := Config{Runtime: rt, BearerToken: o.token, RateLimit: -1, Logger: log, Version: "test"}
 	if !o.noRuns {
-		ra.runs, err = runtime.NewRuns(context.Background(), runtime.RunsConfig{Runs: db, Workflows: db, Audits: db, Tools: ra.reg,
+		ra.runs, err = run.New(context.Background(), run.Config{Runs: db, Workflows: db, Audits: db, Tools: ra.reg,
 			Models: models, DefaultModel: "scripted:m", Policy: rt.ServerPolicy, AllowBypass: true,
 			PermissionTimeout: 3 * time.Second, SharedDirRoot: tb.TempDir(), Logger: log})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		cfg.Runs = ra.runs
-		ra.bg, err = runtime.NewBackground(context.Background(), runtime.BackgroundConfig{Runs: ra.runs, Schedules: db, Runtime: rt, Logger: log})
+		ra.bg, err = run.NewBackground(context.Background(), run.BackgroundConfig{Runs: ra.runs, Schedules: db, Hooks: rt.FireHook, Secrets: rt.Secrets(), Logger: log})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -291,7 +292,7 @@ func (c *sseConn) readAll() []sseEvent {
 	}
 }
 
-func (ra *runsAPI) wait(id string) runtime.Run {
+func (ra *runsAPI) wait(id string) run.Run {
 	ra.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -425,11 +426,11 @@ func TestApproveEditedPlan(t *testing.T) {
 }
 
 type errWithProblems struct {
-	Type          string                `json:"type"`
-	Message       string                `json:"message"`
-	Problems      []runtime.PlanProblem `json:"problems"`
-	InputProblems []string              `json:"inputProblems"`
-	Missing       []string              `json:"missing"`
+	Type          string            `json:"type"`
+	Message       string            `json:"message"`
+	Problems      []run.PlanProblem `json:"problems"`
+	InputProblems []string          `json:"inputProblems"`
+	Missing       []string          `json:"missing"`
 }
 
 func decodeErrProblems(t *testing.T, resp *http.Response, status int) errWithProblems {
@@ -642,16 +643,16 @@ func TestResumeAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err = db.CreateRun(ctx, store.Run{ID: "run_crashed", Goal: "two steps", Status: store.RunRunning,
+	_, err = db.CreateRun(ctx, record.Run{ID: "run_crashed", Goal: "two steps", Status: record.RunRunning,
 		Plan:   rawJSON(`{"steps":[{"id":"a","tool":"echo","args":{"text":"one"}},{"id":"b","tool":"echo","args":{"text":"{{steps.a.result}} two"},"dependsOn":["a"]}]}`),
 		Config: rawJSON(`{"autoApprove":true}`), Posture: rawJSON(`{"mode":"default"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutStepResult(ctx, store.StepResult{RunID: "run_crashed", StepID: "a", Index: 0, Status: store.StepCompleted, Result: rawJSON(`"one"`)}); err != nil {
+	if err := db.PutStepResult(ctx, record.StepResult{RunID: "run_crashed", StepID: "a", Index: 0, Status: record.StepCompleted, Result: rawJSON(`"one"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutStepResult(ctx, store.StepResult{RunID: "run_crashed", StepID: "b", Index: 1, Status: store.StepRunning}); err != nil {
+	if err := db.PutStepResult(ctx, record.StepResult{RunID: "run_crashed", StepID: "b", Index: 1, Status: record.StepRunning}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -1,5 +1,5 @@
 // Package server is weft's HTTP front door: the /v1 API of seed 000 (REST,
-// Server-Sent Events, and a WebSocket) over a runtime.Runtime. It holds no
+// Server-Sent Events, and a WebSocket) over a session.Service. It holds no
 // state of its own beyond rate-limit counters: sessions, turns, events and
 // permission requests all live in the runtime, so any number of clients can
 // follow one session and a restarted server carries on where it stopped.
@@ -24,20 +24,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/tool"
 )
 
 // Config configures a Server. Runtime is required.
 type Config struct {
-	Runtime *runtime.Runtime
+	Runtime *session.Service
 	// Runs serves plan-and-execute runs and saved workflows (/v1/runs,
 	// /v1/workflows and seed 001's /api/agent, /api/workflows); nil
 	// answers those routes with 503.
-	Runs *runtime.Runs
+	Runs *run.Service
 	// Background serves background tasks and schedules (/v1/tasks,
 	// /v1/schedules and seed 001's /api/agent paths); nil answers 503.
-	Background *runtime.Background
+	Background *run.Background
 	// Tools are listed by GET /v1/tools; nil lists the runtime's tool set
 	// as it is at each request (published workflows come and go).
 	Tools []tool.Spec
@@ -108,7 +109,7 @@ const DefaultKeepalive = 15 * time.Second
 // Server serves the /v1 API. Create it with New.
 type Server struct {
 	cfg       Config
-	rt        *runtime.Runtime
+	rt        *session.Service
 	log       *slog.Logger
 	keepalive time.Duration
 	limiter   *rateLimiter // authenticated requests

@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/weft-run/weft/policy"
-	"github.com/weft-run/weft/policy/audit"
-	"github.com/weft-run/weft/policy/permission"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,10 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/audit"
+	"github.com/weft-run/weft/policy/permission"
+	"github.com/weft-run/weft/session"
+
 	"github.com/weft-run/weft/internal/sse"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/llm/registry"
-	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -53,7 +54,7 @@ type api struct {
 	url   string
 	srv   *httptest.Server
 	s     *Server
-	rt    *runtime.Runtime
+	rt    *session.Service
 	db    *sqlite.DB
 	fake  *llmtest.Server
 	logs  *logBuffer
@@ -91,7 +92,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		model = ""
 	}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
 		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log})
 	if err != nil {
 		t.Fatal(err)

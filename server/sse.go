@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/eventlog"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 )
 
 // sseWriteTimeout bounds one frame's write: a client that stops reading
@@ -96,7 +96,7 @@ func (st *sseStream) heartbeat() {
 }
 
 // event writes one stored event as a frame.
-func (st *sseStream) event(ev runtime.Event) error { return st.frame(ev.Seq, ev.Type, ev.Data) }
+func (st *sseStream) event(ev session.Event) error { return st.frame(ev.Seq, ev.Type, ev.Data) }
 
 // maxCoalesce bounds the frames gathered into one write.
 const maxCoalesce = 32 << 10
@@ -224,12 +224,12 @@ const closeDrainTimeout = 5 * time.Second
 // every event that exists at that moment (Close comes after the runtime's
 // shutdown, so that includes the done events of the turns it cancelled),
 // and then ends with an error.
-func (s *Server) next(st *sseStream, sessionID string, rd *eventlog.Reader) (runtime.Event, error) {
+func (s *Server) next(st *sseStream, sessionID string, rd *eventlog.Reader) (session.Event, error) {
 	st.rd = rd
 	// Frames wait only while the next event is at hand.
 	if !rd.Buffered() {
 		if err := st.flushPending(); err != nil {
-			return runtime.Event{}, err
+			return session.Event{}, err
 		}
 	}
 	ev, err := rd.Next(st.ctx)
@@ -257,10 +257,3 @@ func (s *Server) readFailed(st *sseStream, sessionID string, rd *eventlog.Reader
 		s.log.Error("reading session events failed", "session", sessionID, "position", rd.Position(), "error", err)
 	}
 }
-
-// Event types the turn streams key on (the runtime's).
-const (
-	doneEvent     = "done" // ends every turn (after "error" when it failed)
-	eventConsumed = "message_consumed"
-	eventDropped  = "message_dropped"
-)

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
@@ -64,7 +65,10 @@ func TestSSECoalescing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	lg := eventlog.New(db, eventlog.Options{})
+	lg := eventlog.New(eventlog.WithLastSeq(db, func(ctx context.Context, id string) (int64, error) {
+		s, err := db.GetSession(ctx, id)
+		return s.LastSeq, err
+	}), eventlog.Options{})
 	defer func() {
 		if err := lg.FlushAll(context.Background()); err != nil {
 			t.Error(err)
@@ -76,7 +80,7 @@ func TestSSECoalescing(t *testing.T) {
 	publish := func(id string, n int) {
 		t.Helper()
 		for range n {
-			if _, err := lg.Publish(ctx, id, store.Event{Type: "text_delta", Data: []byte(`{"text":"x"}`)}); err != nil {
+			if _, err := lg.Publish(ctx, id, event.Event{Type: "text_delta", Data: []byte(`{"text":"x"}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -91,7 +95,7 @@ func TestSSECoalescing(t *testing.T) {
 	}
 
 	t.Run("backlog in one write, live at once", func(t *testing.T) {
-		if _, err := db.CreateSession(ctx, store.Session{ID: "a"}); err != nil {
+		if _, err := db.CreateSession(ctx, record.Session{ID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 		publish("a", 20)
@@ -133,7 +137,7 @@ func TestSSECoalescing(t *testing.T) {
 	})
 
 	t.Run("waiting frames go out at close", func(t *testing.T) {
-		if _, err := db.CreateSession(ctx, store.Session{ID: "b"}); err != nil {
+		if _, err := db.CreateSession(ctx, record.Session{ID: "b"}); err != nil {
 			t.Fatal(err)
 		}
 		publish("b", 3)

@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
+	"github.com/weft-run/weft/session"
 )
 
 // Background tasks and schedules (seed 001), under /v1 and seed 001's
@@ -31,7 +32,7 @@ func (s *Server) needBackground(f http.HandlerFunc) http.HandlerFunc {
 func (s *Server) handleListTasks(w http.ResponseWriter, r *http.Request) {
 	ts := s.cfg.Background.Tasks.List()
 	if ts == nil {
-		ts = []runtime.Task{}
+		ts = []run.Task{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": ts, "count": len(ts)})
 }
@@ -69,7 +70,7 @@ func (s *Server) handleKillTask(w http.ResponseWriter, r *http.Request) {
 const killWait = 20 * time.Second
 
 func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
-	var q runtime.ScheduleRequest
+	var q run.ScheduleRequest
 	if !decodeBody(w, r, &q) {
 		return
 	}
@@ -89,7 +90,7 @@ func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if list == nil {
-		list = []runtime.Schedule{}
+		list = []run.Schedule{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": list, "count": len(list)})
 }
@@ -113,11 +114,11 @@ func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) writeTaskError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	switch {
-	case errors.Is(err, runtime.ErrUnknownTask), errors.Is(err, runtime.ErrNotFound):
+	case errors.Is(err, run.ErrUnknownTask), errors.Is(err, session.ErrNotFound):
 		writeError(w, http.StatusNotFound, errNotFound, what+" "+quote(r.PathValue("id"))+" not found")
-	case errors.Is(err, runtime.ErrInvalidSchedule):
+	case errors.Is(err, run.ErrInvalidSchedule):
 		writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
-	case errors.Is(err, runtime.ErrTooManyActive):
+	case errors.Is(err, run.ErrTooManyActive):
 		writeError(w, http.StatusConflict, errConflict, err.Error())
 	default:
 		// Submitting a workflow: its inputs and existence are the run

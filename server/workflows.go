@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/tool/workflow"
 )
 
@@ -31,7 +31,7 @@ type workflowJSON struct {
 
 // workflowBytes renders a workflow with its canvas exactly as it was
 // saved: whitespace, key order and all.
-func workflowBytes(wf runtime.Workflow) []byte {
+func workflowBytes(wf run.Workflow) []byte {
 	j := workflowJSON{ID: wf.ID, Name: wf.Name, Description: wf.Description, InputSchema: wf.InputSchema,
 		Plan: wf.Plan, Published: wf.Published, Revision: wf.Revision, CreatedAt: wf.CreatedAt.UTC(), UpdatedAt: wf.UpdatedAt.UTC()}
 	if len(j.Plan) == 0 {
@@ -55,7 +55,7 @@ func workflowBytes(wf runtime.Workflow) []byte {
 }
 
 // writeWorkflow answers with one workflow and its revision as the ETag.
-func writeWorkflow(w http.ResponseWriter, status int, wf runtime.Workflow) {
+func writeWorkflow(w http.ResponseWriter, status int, wf run.Workflow) {
 	w.Header().Set("ETag", strconv.Quote(strconv.Itoa(wf.Revision)))
 	writeRawJSON(w, status, workflowBytes(wf))
 }
@@ -72,14 +72,14 @@ func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 // the runtime to validate, but a field the runner does not know is refused
 // here like any other unknown field: a misspelt "dependsOn" would run a
 // step without waiting for the one it names.
-func decodeWorkflow(w http.ResponseWriter, r *http.Request) (runtime.WorkflowInput, bool) {
-	var q runtime.WorkflowInput
+func decodeWorkflow(w http.ResponseWriter, r *http.Request) (run.WorkflowInput, bool) {
+	var q run.WorkflowInput
 	if !decodeBody(w, r, &q) {
 		return q, false
 	}
 	for name, raw := range map[string]json.RawMessage{"plan": q.Plan, "workflow": q.Workflow} {
 		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-			var p runtime.Plan
+			var p run.Plan
 			if err := decodeJSON(bytes.NewReader(t), &p); err != nil && strings.HasPrefix(err.Error(), "unknown field ") {
 				writeError(w, http.StatusBadRequest, errInvalidRequest, name+": "+err.Error())
 				return q, false
@@ -236,7 +236,7 @@ func (s *Server) handlePublishWorkflow(w http.ResponseWriter, r *http.Request) {
 
 // handleRunWorkflow runs a saved workflow with {inputs, files?, config?}.
 func (s *Server) handleRunWorkflow(w http.ResponseWriter, r *http.Request) {
-	var q runtime.WorkflowRunRequest
+	var q run.WorkflowRunRequest
 	if !decodeBody(w, r, &q) {
 		return
 	}

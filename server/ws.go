@@ -87,8 +87,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 )
 
 // Defaults of wsOptions.
@@ -159,7 +160,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 var globEscaper = strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`, `*`, `\*`, `?`, `\?`)
 
 // acceptWS upgrades the request and serves the connection until it ends.
-func acceptWS(w http.ResponseWriter, r *http.Request, rt *runtime.Runtime, log *slog.Logger, opt wsOptions) {
+func acceptWS(w http.ResponseWriter, r *http.Request, rt *session.Service, log *slog.Logger, opt wsOptions) {
 	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
 		// Accept would answer in plain text; every error of the API is JSON.
 		w.Header().Set("Connection", "Upgrade")
@@ -203,7 +204,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 // bounded: the writer holds one event (or one store batch) at a time and the
 // reader one message.
 type wsConn struct {
-	rt  *runtime.Runtime
+	rt  *session.Service
 	log *slog.Logger
 	c   *websocket.Conn
 	opt wsOptions
@@ -230,7 +231,7 @@ type wsAttach struct {
 
 // serveWS serves c until the client leaves, the connection fails or ctx
 // ends (then it closes with 1001 going away).
-func serveWS(ctx context.Context, rt *runtime.Runtime, log *slog.Logger, c *websocket.Conn, opt wsOptions) {
+func serveWS(ctx context.Context, rt *session.Service, log *slog.Logger, c *websocket.Conn, opt wsOptions) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -448,17 +449,17 @@ func (w *wsConn) create(ctx context.Context, req *wsRequest) {
 		return
 	}
 	var (
-		sess    runtime.Session
+		sess    session.Session
 		created bool
 		err     error
 	)
 	if id != "" {
 		sess, err = w.rt.GetSession(ctx, id)
 	}
-	if id == "" || errors.Is(err, runtime.ErrNotFound) {
+	if id == "" || errors.Is(err, session.ErrNotFound) {
 		sess, err = w.rt.CreateSession(ctx, id)
 		created = err == nil
-		if errors.Is(err, runtime.ErrExists) {
+		if errors.Is(err, session.ErrExists) {
 			// Created by someone else meanwhile: attach to it.
 			sess, err = w.rt.GetSession(ctx, id)
 		}
@@ -513,7 +514,7 @@ func (w *wsConn) chat(ctx context.Context, req *wsRequest) {
 		w.fail(ctx, errInvalidRequest, "thinking must be off, low, medium or high, not "+quote(req.Thinking))
 		return
 	}
-	_, err := w.rt.Send(ctx, w.session, req.Message, runtime.TurnOptions{Model: req.Model, Thinking: thinking})
+	_, err := w.rt.Send(ctx, w.session, req.Message, session.TurnOptions{Model: req.Model, Thinking: thinking})
 	if err != nil {
 		w.runtimeFailure(ctx, err, "session "+quote(w.session))
 	}
@@ -533,7 +534,7 @@ func (w *wsConn) permission(ctx context.Context, req *wsRequest) {
 	}
 	if err := w.rt.Answer(w.session, req.RequestID, *req.Allow, req.Reason); err != nil {
 		what := "permission request " + quote(req.RequestID)
-		if errors.Is(err, runtime.ErrNotFound) {
+		if errors.Is(err, session.ErrNotFound) {
 			w.fail(ctx, errNotFound, what+" not found (unknown, expired or its turn ended)")
 			return
 		}
@@ -545,13 +546,13 @@ func (w *wsConn) permission(ctx context.Context, req *wsRequest) {
 // logged and reported without internals.
 func (w *wsConn) runtimeFailure(ctx context.Context, err error, what string) {
 	switch {
-	case errors.Is(err, runtime.ErrNotFound):
+	case errors.Is(err, session.ErrNotFound):
 		w.fail(ctx, errNotFound, what+" not found")
-	case errors.Is(err, runtime.ErrExists):
+	case errors.Is(err, session.ErrExists):
 		w.fail(ctx, errConflict, what+" already exists")
-	case errors.Is(err, runtime.ErrAnswered):
+	case errors.Is(err, session.ErrAnswered):
 		w.fail(ctx, errConflict, what+" was already answered")
-	case errors.Is(err, runtime.ErrClosed):
+	case errors.Is(err, session.ErrClosed):
 		w.fail(ctx, errInternal, "the server is shutting down")
 	case ctx.Err() != nil:
 	default:
@@ -632,7 +633,7 @@ func (w *wsConn) writeLoop(ctx context.Context) error {
 				return nil
 			case errors.Is(err, eventlog.ErrClosed):
 				// Replaced by a new attachment, picked up next.
-			case errors.Is(err, eventlog.ErrSessionClosed), errors.Is(err, runtime.ErrNotFound):
+			case errors.Is(err, eventlog.ErrSessionClosed), errors.Is(err, session.ErrNotFound):
 				// The second: a store read between the deletion and the
 				// log closing the session.
 				if err := w.write(ctx, wsEvent{Source: srcSystem, Type: "error", Code: errNotFound,
@@ -677,7 +678,7 @@ type wsPending struct {
 
 // apply folds ev into the state and returns the events to send; the slice
 // is reused by the next call.
-func (t *wsTranslator) apply(ev runtime.Event) []wsEvent {
+func (t *wsTranslator) apply(ev session.Event) []wsEvent {
 	t.out = t.out[:0]
 	t.fold(ev)
 	if ev.Seq <= t.quietThrough {
@@ -706,10 +707,10 @@ func (t *wsTranslator) take(seq int64, consumed bool) string {
 	return ""
 }
 
-func (t *wsTranslator) fold(ev runtime.Event) {
+func (t *wsTranslator) fold(ev session.Event) {
 	seq := ev.Seq
 	switch ev.Type {
-	case "user_message":
+	case event.UserMessage:
 		var d struct {
 			Text string `json:"text"`
 		}
@@ -720,21 +721,21 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 		}
 		t.pending = append(t.pending, wsPending{seq: seq, text: d.Text})
 		return
-	case eventConsumed, eventDropped:
+	case event.MessageConsumed, event.MessageDropped:
 		// The runtime's own record of what became of a message: a turn
 		// starts on it, or it will never run (a cancel or a shutdown
 		// dropped it from the queue).
-		var d runtime.MessageData
+		var d session.MessageData
 		if json.Unmarshal(ev.Data, &d) != nil || d.MessageSeq <= 0 {
 			return
 		}
-		consumed := ev.Type == eventConsumed
+		consumed := ev.Type == event.MessageConsumed
 		text := t.take(d.MessageSeq, consumed)
 		if consumed {
 			t.inRun = true
-			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: eventConsumed, MessageID: d.MessageSeq, Content: text})
+			t.emit(wsEvent{Seq: seq, Source: srcClient, Type: event.MessageConsumed, MessageID: d.MessageSeq, Content: text})
 		} else {
-			t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: eventDropped, MessageID: d.MessageSeq, Content: text, Reason: d.Reason})
+			t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: event.MessageDropped, MessageID: d.MessageSeq, Content: text, Reason: d.Reason})
 		}
 		return
 	}
@@ -784,15 +785,15 @@ func (t *wsTranslator) fold(ev runtime.Event) {
 			return
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: "ask_user", Questions: d.Payload})
-	case "permission_request":
-		var d runtime.PermissionRequestData
+	case event.PermissionRequest:
+		var d event.PermissionRequestData
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "permission_request", ID: d.ID, ToolName: d.ToolName,
 			Input: d.Input, Message: d.Message, ToolUseID: d.ToolUse})
-	case "checkpoint":
-		var d runtime.CheckpointData
+	case event.Checkpoint:
+		var d event.CheckpointData
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return
 		}

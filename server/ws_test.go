@@ -20,10 +20,10 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
-	"github.com/weft-run/weft/runtime"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -43,7 +43,7 @@ type wsNoteIn struct {
 type wsRig struct {
 	t   *testing.T
 	p   *llmtest.Scripted
-	rt  *runtime.Runtime
+	rt  *session.Service
 	db  *sqlite.DB
 	url string
 	// stop ends every connection as a server shutdown would.
@@ -84,7 +84,7 @@ func newWSRig(t *testing.T, o wsRigOptions, scripts ...llmtest.Script) *wsRig {
 	}
 	p := llmtest.NewScripted("scripted", scripts...)
 	logger := slog.New(slog.DiscardHandler)
-	rt, err := runtime.New(runtime.Config{Store: db, Models: wsModels{p}, DefaultModel: "scripted:m", Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: wsModels{p}, DefaultModel: "scripted:m", Tools: reg,
 		PermissionTimeout: 5 * time.Second, Logger: logger,
 		Retry: agent.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 	if err != nil {
@@ -654,11 +654,11 @@ func TestWSCreateValidatesTheID(t *testing.T) {
 		if ev.Type != "error" || ev.Code != errInvalidRequest || !strings.Contains(ev.Message, "session_id must be") {
 			t.Errorf("%s: got %s (session %q, created %v), want the session id rule", tc.name, ev.Type, quote(ev.SessionID), ev.Created)
 		}
-		if _, err := rig.rt.GetSession(context.Background(), tc.id); !errors.Is(err, runtime.ErrNotFound) {
+		if _, err := rig.rt.GetSession(context.Background(), tc.id); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("%s: the session exists (%v)", tc.name, err)
 		}
 	}
-	page, err := rig.rt.ListSessions(context.Background(), runtime.ListOptions{})
+	page, err := rig.rt.ListSessions(context.Background(), session.ListOptions{})
 	if err != nil || len(page.Sessions) != 2 {
 		t.Fatalf("%d sessions (%v), want the 2 valid ones", len(page.Sessions), err)
 	}
@@ -674,8 +674,8 @@ func TestWSMessageFate(t *testing.T) {
 	if _, err := rig.rt.CreateSession(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	var log []store.Event
-	add := func(typ, data string) { log = append(log, store.Event{Type: typ, Data: json.RawMessage(data)}) }
+	var log []event.Event
+	add := func(typ, data string) { log = append(log, event.Event{Type: typ, Data: json.RawMessage(data)}) }
 	add("user_message", `{"text":"a"}`)
 	add("user_message", `{"text":"b"}`)
 	add("user_message", `{"text":"c"}`)
@@ -781,9 +781,9 @@ func TestWSAskUser(t *testing.T) {
 	// ask_user events come from the AskUserQuestion tool; the mapping is
 	// checked on the translator with the payload the tool emits.
 	var tr wsTranslator
-	tr.apply(store.Event{Seq: 1, Type: "user_message", Data: json.RawMessage(`{"text":"q"}`)})
-	tr.apply(store.Event{Seq: 2, Type: "message_consumed", Data: json.RawMessage(`{"message_seq":1}`)})
-	out := tr.apply(store.Event{Seq: 3, Type: "ask_user",
+	tr.apply(event.Event{Seq: 1, Type: "user_message", Data: json.RawMessage(`{"text":"q"}`)})
+	tr.apply(event.Event{Seq: 2, Type: "message_consumed", Data: json.RawMessage(`{"message_seq":1}`)})
+	out := tr.apply(event.Event{Seq: 3, Type: "ask_user",
 		Data: json.RawMessage(`{"id":"tu_1","tool_name":"AskUserQuestion","payload":[{"question":"Which?","options":[]}]}`)})
 	if len(out) != 1 || out[0].Type != "ask_user" || string(out[0].Questions) != `[{"question":"Which?","options":[]}]` || out[0].Source != "ai" {
 		t.Fatalf("ask_user: %+v", out)
@@ -863,7 +863,7 @@ func TestWSTranslatorQueue(t *testing.T) {
 			var tr wsTranslator
 			var got []wsEvent
 			for i, x := range tc.log {
-				got = append(got, tr.apply(store.Event{Seq: int64(i + 1), Type: x.typ, Data: json.RawMessage(x.data)})...)
+				got = append(got, tr.apply(event.Event{Seq: int64(i + 1), Type: x.typ, Data: json.RawMessage(x.data)})...)
 			}
 			if !slices.Equal(wsShape(got), tc.want) {
 				t.Fatalf("\n got %v\nwant %v", wsShape(got), tc.want)
@@ -873,7 +873,7 @@ func TestWSTranslatorQueue(t *testing.T) {
 				tr := wsTranslator{quietThrough: int64(cut + 1)}
 				var rest []wsEvent
 				for i, x := range tc.log {
-					rest = append(rest, tr.apply(store.Event{Seq: int64(i + 1), Type: x.typ, Data: json.RawMessage(x.data)})...)
+					rest = append(rest, tr.apply(event.Event{Seq: int64(i + 1), Type: x.typ, Data: json.RawMessage(x.data)})...)
 				}
 				var want []wsEvent
 				for _, e := range got {

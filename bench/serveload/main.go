@@ -59,10 +59,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
-	weftrt "github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/server"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
@@ -178,7 +179,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer db.Close()
-	rt, err := weftrt.New(weftrt.Config{Store: db, Models: resolver{stamped{cfg.deltas, cfg.interval}}, DefaultModel: "stamped:m",
+	rt, err := session.New(session.Config{Store: db, Models: resolver{stamped{cfg.deltas, cfg.interval}}, DefaultModel: "stamped:m",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
@@ -477,12 +478,12 @@ func appends(db *sqlite.DB, writers int) (float64, error) {
 	start := time.Now()
 	for w := range writers {
 		id := fmt.Sprintf("appends-%d-%d", writers, w)
-		if _, err := db.CreateSession(ctx, store.Session{ID: id}); err != nil {
+		if _, err := db.CreateSession(ctx, record.Session{ID: id}); err != nil {
 			return 0, err
 		}
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				if _, err := db.AppendEvents(ctx, id, store.Event{Type: "text_delta", Data: json.RawMessage(`{"text":"hello "}`)}); err != nil {
+				if _, err := db.AppendEvents(ctx, id, event.Event{Type: "text_delta", Data: json.RawMessage(`{"text":"hello "}`)}); err != nil {
 					errs <- err
 					return
 				}

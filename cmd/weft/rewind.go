@@ -8,7 +8,7 @@ import (
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 )
 
 // chatTurns is what weft chat remembers for /rewind: where each turn's
@@ -61,7 +61,7 @@ func (c *chatTurns) end(a *agent.Agent, s *agent.Session, cancelled bool) *agent
 	if !cancelled && !unanswered {
 		return s // tool results the next line answers (AskUserQuestion)
 	}
-	return c.replace(a, s, runtime.CloseInterrupted(msgs))
+	return c.replace(a, s, session.CloseInterrupted(msgs))
 }
 
 // rewind handles "/rewind [N]": forget the last N turns (default 1).

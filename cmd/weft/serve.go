@@ -20,20 +20,17 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/weft-run/weft/app"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
-	"github.com/weft-run/weft/memory"
 	"github.com/weft-run/weft/observe/promobs"
-	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/prompt"
-	"github.com/weft-run/weft/runtime"
 	"github.com/weft-run/weft/server"
-	"github.com/weft-run/weft/store/redact"
-	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/tool/mcp"
 	"github.com/weft-run/weft/web"
 )
 
@@ -375,24 +372,13 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	// From here on no log line carries a secret's value.
 	log = slog.New(secret.NewHandler(log.Handler(), set))
-	raw, err := sqlite.Open(ctx, f.db, sqlite.Options{})
+	// The audit trail also goes to the store: app.New adds its sink.
+	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, userAuditPath(env), nil, set, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := raw.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the database: %w", cerr)
-		}
-	}()
-	// Everything below gets only this: no row it writes holds a secret
-	// (the event logs redact events before their readers see them too).
-	db := redact.Store(raw, set)
-	bp, err := f.policyFlags.build(env, ws, nil, f.permissionMode, userAuditPath(env), []audit.Sink{audit.NewStoreSink(db)}, set, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// Normally a no-op: the shutdown below closed the hooks already.
+		// Normally a no-op: the app's shutdown closed the hooks already.
 		hctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
 		defer cancel()
 		if herr := bp.pol.Hooks.Close(hctx); herr != nil {
@@ -425,115 +411,58 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	tools.SetLogger(log)
-	// The runtime takes the system prompt as text, so weft serve builds it
-	// once, here: the bundle for the default model, the project's
-	// instructions and the skills as they are at start. Building it per
-	// turn (edited AGENTS.md, per-request bundles, images described for
-	// text-only models) needs the runtime to pass the builder on
-	// (docs/agents.md, "weft serve").
+	// The session service takes the system prompt as text, so weft serve
+	// builds it once, here: the bundle for the default model, the
+	// project's instructions and the skills as they are at start.
+	// Building it per turn (edited AGENTS.md, per-request bundles, images
+	// described for text-only models) needs the service to pass the
+	// builder on (docs/agents.md, "weft serve").
 	system := pb.Build(ctx, prompt.Request{Model: defInfo.ID, Provider: defProvider, Tools: tools.LLMSpecs(), Replace: f.system}).Text()
 	cors, hosts := splitList(f.cors), splitList(f.allowedHosts)
 	rateLimit := f.rateLimit
 	if rateLimit <= 0 {
 		rateLimit = -1 // the server's "off"
 	}
-
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
-		System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass, Audits: db, MaxTurns: f.maxTurns, Logger: log})
-	if err != nil {
-		return err
-	}
-	// Runs, tasks and schedules outlive the signal: Shutdown stops them.
-	base := context.WithoutCancel(ctx)
-	var memories func(context.Context, string) []string
-	if f.memory {
-		mem := memory.New(db, memory.Options{})
-		for _, t := range mem.Tools() {
-			if err := tools.Add(t); err != nil {
-				return err
-			}
-		}
-		memories = func(ctx context.Context, goal string) []string {
-			found, err := mem.Relevant(ctx, memory.UserFrom(ctx), goal, 5)
-			if err != nil {
-				log.Warn("reading memories for the planner failed", "error", err)
-			}
-			return found
-		}
-	}
-	runs, err := runtime.NewRuns(base, runtime.RunsConfig{Runs: db, Workflows: db, Audits: db, Tools: tools,
-		Models: models, DefaultModel: spec, Policy: rt.ServerPolicy, AllowBypass: bp.explicitBypass,
-		SharedDirRoot: filepath.Join(ws, ".weft", "runs"), Memories: memories, Logger: log})
-	if err != nil {
-		return err
-	}
-	bg, err := runtime.NewBackground(base, runtime.BackgroundConfig{Runs: runs, Schedules: db, Runtime: rt, Logger: log})
-	if err != nil {
-		_ = runs.Shutdown(base)
-		return err
-	}
-	for _, t := range append(bg.Tasks.Tools(), bg.Schedules.Tool()) {
-		if err := tools.Add(t); err != nil {
-			return err
-		}
-	}
-	// Bash's run_in_background starts tasks of the server's registry,
-	// which exists only now (it needs the runs, which need the tools):
-	// Bash is replaced in its place, before anything can call it.
-	toolCfg.Background = bg.Tasks
-	if err := tools.Replace(builtin.NewBash(toolCfg)); err != nil {
-		return err
-	}
-	// MCP servers' tools join the registry every front door uses. No
-	// terminal: unapproved project servers are skipped, and elicitations
-	// are declined until the HTTP API answers them (docs/mcp.md).
-	mcpSetup, err := loadMCP(env, ws, bp.sources, f.mcp)
-	if err != nil {
-		return err
-	}
-	mcpServers, err := mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log)
-	if err != nil {
-		return err
-	}
-	if mcpServers != nil {
-		defer mcpServers.Close() // after the shutdown below: turns may still call them until then
-	}
-	stopBackground := func(ctx context.Context) {
-		if err := bg.Close(ctx); err != nil {
-			log.Warn("background tasks did not stop in time", "error", err)
-		}
-		if err := runs.Shutdown(ctx); err != nil {
-			log.Warn("runs did not stop in time", "error", err)
-		}
-	}
 	ui, err := f.ui()
 	if err != nil {
-		stopBackground(base)
 		return err
 	}
 	var metrics http.Handler
 	if f.metrics {
 		m, err := promobs.New(nil)
 		if err != nil {
-			stopBackground(base)
 			return err
 		}
 		metrics = m.Handler()
 	}
-	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken, Metrics: metrics,
-		CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
-		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version(), UI: ui})
 
-	ln, err := net.Listen("tcp", f.addr)
+	a, err := app.New(ctx, app.Config{DB: f.db, Models: models, DefaultModel: spec, Workspace: ws,
+		Tools: tools, ToolConfig: toolCfg, System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass,
+		MaxTurns: f.maxTurns, Memory: f.memory, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
+		Server: server.Config{BearerToken: f.bearerToken, Metrics: metrics,
+			CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
+			MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Version: version(), UI: ui}})
 	if err != nil {
 		return err
 	}
-	// Header and body timeouts, and no ReadTimeout or WriteTimeout: event
-	// streams last as long as their clients, each frame write has its own
-	// deadline instead. The listener bounds connections and answers
-	// net/http's own errors in the error JSON.
-	hs := srv.HTTPServer()
-	ln = srv.Listener(ln)
+	// MCP servers' tools join the registry every front door uses. No
+	// terminal: unapproved project servers are skipped, and elicitations
+	// are declined until the HTTP API answers them (docs/mcp.md).
+	mcpSetup, err := loadMCP(env, ws, bp.sources, f.mcp)
+	if err == nil {
+		var mcpServers *mcp.Manager
+		if mcpServers, err = mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log); err == nil && mcpServers != nil {
+			// After the turns stop: they may call the servers' tools until then.
+			a.AtShutdown("mcp servers", func(context.Context) error { return mcpServers.Close() })
+		}
+	}
+	var ln net.Listener
+	if err == nil {
+		ln, err = net.Listen("tcp", f.addr)
+	}
+	if err != nil {
+		return errors.Join(err, a.Shutdown(context.WithoutCancel(ctx)))
+	}
 	if spec == "" {
 		fmt.Fprintln(env.stderr, "weft serve: no default model (--model, or an API key in the environment): requests must name one in \"model\"")
 	} else {
@@ -554,41 +483,21 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	// Last: scripts (and the tests) take this line as "ready".
 	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), f.db, ws)
 
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		// Serve only returns early on a listener failure.
-		stopBackground(base)
-		_ = rt.Shutdown(context.Background())
-		return err
-	case <-ctx.Done():
-	}
-
-	fmt.Fprintln(env.stderr, "weft serve: shutting down")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdownTimeout)
-	defer cancel()
-	// Stop accepting first; then cancel turns at a safe point (their turn
-	// streams get done and end); then end the streams that follow sessions
-	// live, which never end by themselves; then wait for connections.
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Shutdown(sctx) }()
-	stopBackground(sctx)
-	if err := rt.Shutdown(sctx); err != nil {
-		log.Warn("turns did not stop in time", "error", err)
-	}
-	// Last run_complete and observer hooks were started by the stops
-	// above; wait for them (each under its own timeout) before the
-	// audit log and the database close.
-	if err := bp.pol.Hooks.Close(sctx); err != nil {
-		log.Warn("hooks did not finish in time", "error", err)
-	}
-	srv.Close()
-	if err := <-httpDone; err != nil {
-		log.Warn("connections did not drain in time; closing them", "error", err)
-		_ = hs.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// Serve shuts down when serveCtx ends: after the signal, once the
+	// line saying so is out.
+	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	served := make(chan struct{})
+	defer close(served)
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(env.stderr, "weft serve: shutting down")
+			stop()
+		case <-served:
+		}
+	}()
+	if err := a.Serve(serveCtx, ln); err != nil {
 		return err
 	}
 	fmt.Fprintln(env.stderr, "weft serve: stopped")

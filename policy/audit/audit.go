@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // Entry is one audit record (seed 000's AuditEntry).
-type Entry = store.AuditEntry
+type Entry = record.AuditEntry
 
 // ErrClosed is wrapped by Write's error after Close.
 var ErrClosed = errors.New("audit sink closed")
@@ -160,7 +160,7 @@ func (Noop) Close() error { return nil }
 // audit entry is written once per tool call, far less often than the
 // events the store is built to absorb.
 type StoreSink struct {
-	a store.Audits
+	a Store
 
 	// mu is held shared by each Write and exclusively by Close, so that
 	// Close waits for the writes in flight: after Close, every Write that
@@ -171,7 +171,7 @@ type StoreSink struct {
 
 // NewStoreSink returns a sink writing to a. Closing the sink does not
 // close the store.
-func NewStoreSink(a store.Audits) *StoreSink { return &StoreSink{a: a} }
+func NewStoreSink(a Store) *StoreSink { return &StoreSink{a: a} }
 
 // Write stores e. A zero Timestamp becomes now.
 func (s *StoreSink) Write(e Entry) error {
@@ -203,3 +203,9 @@ var (
 	_ Sink = Noop{}
 	_ Sink = (*StoreSink)(nil)
 )
+
+// Store is where a StoreSink appends (store.Audits; declared here so that
+// the audit trail does not depend on the store package).
+type Store interface {
+	AppendAudit(ctx context.Context, entries ...record.AuditEntry) error
+}

@@ -17,14 +17,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/weft-run/weft/policy/audit"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
 func entry(session string, i int) audit.Entry {
 	return audit.Entry{
 		SessionID: session, TurnNumber: i, ToolName: "Bash", Operation: "execute",
-		Resource: fmt.Sprintf("echo <%d> && true", i), Outcome: store.AuditAllowed,
+		Resource: fmt.Sprintf("echo <%d> && true", i), Outcome: record.AuditAllowed,
 		Reason: "allow rule Bash(echo:*)", Extra: map[string]string{"i": fmt.Sprint(i)},
 	}
 }
@@ -73,7 +73,7 @@ func TestJSONL(t *testing.T) {
 	if err := j.Write(first); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Write(audit.Entry{SessionID: "s", ToolName: "Write", Operation: "write", Outcome: store.AuditBlocked, Reason: "secret_detected:count=1"}); err != nil {
+	if err := j.Write(audit.Entry{SessionID: "s", ToolName: "Write", Operation: "write", Outcome: record.AuditBlocked, Reason: "secret_detected:count=1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
@@ -283,14 +283,14 @@ func TestStoreSink(t *testing.T) {
 	db := openDB(t)
 	s := audit.NewStoreSink(db)
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-	in := []audit.Entry{entry("s1", 1), entry("s2", 2), {SessionID: "s1", ToolName: "Edit", Operation: "edit", Outcome: store.AuditError, Reason: "hook failed", Timestamp: at}}
+	in := []audit.Entry{entry("s1", 1), entry("s2", 2), {SessionID: "s1", ToolName: "Edit", Operation: "edit", Outcome: record.AuditError, Reason: "hook failed", Timestamp: at}}
 	before := time.Now().Add(-time.Second)
 	for _, e := range in {
 		if err := s.Write(e); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
 	}
-	got, err := db.ListAudit(t.Context(), store.AuditQuery{SessionID: "s1"})
+	got, err := db.ListAudit(t.Context(), record.AuditQuery{SessionID: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestStoreSink(t *testing.T) {
 		t.Errorf("Write after Close = %v, want ErrClosed", err)
 	}
 	// The store stays usable: closing the sink is not closing the store.
-	if _, err := db.ListAudit(t.Context(), store.AuditQuery{}); err != nil {
+	if _, err := db.ListAudit(t.Context(), record.AuditQuery{}); err != nil {
 		t.Errorf("store after the sink closed: %v", err)
 	}
 }
@@ -353,7 +353,7 @@ func TestStoreSinkCloseWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var turns []int
-	for q := (store.AuditQuery{Limit: 1000}); ; {
+	for q := (record.AuditQuery{Limit: 1000}); ; {
 		page, err := db.ListAudit(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // cursor is the position after the last session (or run) of a page: a
@@ -43,7 +43,7 @@ func encodeCursor(c cursor) string {
 // decodeCursor accepts exactly what encodeCursor produces.
 func decodeCursor(s string) (cursor, error) {
 	invalid := func(why string) (cursor, error) {
-		return cursor{}, fmt.Errorf("memstore: list: %w (%s)", store.ErrInvalidCursor, why)
+		return cursor{}, fmt.Errorf("memstore: list: %w (%s)", record.ErrInvalidCursor, why)
 	}
 	raw, err := cursorEncoding.DecodeString(s)
 	if err != nil || len(raw) < 4 {

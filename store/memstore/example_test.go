@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store/memstore"
 )
 
@@ -16,12 +17,12 @@ func Example() {
 	s := memstore.New()
 	defer s.Close()
 
-	if _, err := s.CreateSession(ctx, store.Session{ID: "demo", Title: "first"}); err != nil {
+	if _, err := s.CreateSession(ctx, record.Session{ID: "demo", Title: "first"}); err != nil {
 		panic(err)
 	}
 	stored, _ := s.AppendEvents(ctx, "demo",
-		store.Event{Type: "user_message", Data: json.RawMessage(`{"text":"hi"}`)},
-		store.Event{Type: "done", Data: json.RawMessage(`{}`)},
+		event.Event{Type: "user_message", Data: json.RawMessage(`{"text":"hi"}`)},
+		event.Event{Type: "done", Data: json.RawMessage(`{}`)},
 	)
 	sess, _ := s.GetSession(ctx, "demo")
 	fmt.Println(stored[0].Seq, stored[1].Seq, sess.LastSeq)

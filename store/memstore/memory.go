@@ -8,15 +8,15 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 type memory struct {
-	m   store.Memory
+	m   record.Memory
 	seq int64 // insertion order, newest-first tie-break
 }
 
-func copyMemory(m store.Memory) store.Memory {
+func copyMemory(m record.Memory) record.Memory {
 	if len(m.Tags) == 0 {
 		m.Tags = nil
 	} else {
@@ -27,9 +27,9 @@ func copyMemory(m store.Memory) store.Memory {
 
 // AddMemory implements store.Memories. An assigned ID is random
 // (crypto/rand.Text), as in store/sqlite.
-func (s *Store) AddMemory(ctx context.Context, m store.Memory) (store.Memory, error) {
+func (s *Store) AddMemory(ctx context.Context, m record.Memory) (record.Memory, error) {
 	if m.Text == "" {
-		return store.Memory{}, errors.New("memstore: add memory: empty text")
+		return record.Memory{}, errors.New("memstore: add memory: empty text")
 	}
 	if m.ID == "" {
 		m.ID = rand.Text()
@@ -39,16 +39,16 @@ func (s *Store) AddMemory(ctx context.Context, m store.Memory) (store.Memory, er
 	}
 	var err error
 	if m.CreatedAt, err = stamp("memory created_at", m.CreatedAt); err != nil {
-		return store.Memory{}, err
+		return record.Memory{}, err
 	}
 	m = copyMemory(m)
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
-		return store.Memory{}, err
+		return record.Memory{}, err
 	}
 	defer unlock()
 	if _, ok := s.memories[m.ID]; ok {
-		return store.Memory{}, exists("memory", m.ID)
+		return record.Memory{}, exists("memory", m.ID)
 	}
 	s.memorySeq++
 	s.memories[m.ID] = &memory{m: m, seq: s.memorySeq}
@@ -57,7 +57,7 @@ func (s *Store) AddMemory(ctx context.Context, m store.Memory) (store.Memory, er
 
 // ListMemories implements store.Memories: the user's memories, newest
 // first.
-func (s *Store) ListMemories(ctx context.Context, userID string) ([]store.Memory, error) {
+func (s *Store) ListMemories(ctx context.Context, userID string) ([]record.Memory, error) {
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (s *Store) ListMemories(ctx context.Context, userID string) ([]store.Memory
 	slices.SortFunc(mine, func(a, b *memory) int {
 		return cmp.Or(b.m.CreatedAt.Compare(a.m.CreatedAt), cmp.Compare(b.seq, a.seq))
 	})
-	out := make([]store.Memory, 0, len(mine))
+	out := make([]record.Memory, 0, len(mine))
 	for _, x := range mine {
 		out = append(out, copyMemory(x.m))
 	}
@@ -95,7 +95,7 @@ func (s *Store) DeleteMemory(ctx context.Context, userID, id string) error {
 	return nil
 }
 
-func copyAudit(e store.AuditEntry) store.AuditEntry {
+func copyAudit(e record.AuditEntry) record.AuditEntry {
 	if len(e.Extra) == 0 {
 		e.Extra = nil
 	} else {
@@ -106,11 +106,11 @@ func copyAudit(e store.AuditEntry) store.AuditEntry {
 
 // AppendAudit implements store.Audits: all entries or none, ids assigned
 // in order.
-func (s *Store) AppendAudit(ctx context.Context, entries ...store.AuditEntry) error {
+func (s *Store) AppendAudit(ctx context.Context, entries ...record.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	in := make([]store.AuditEntry, len(entries))
+	in := make([]record.AuditEntry, len(entries))
 	t := now()
 	for i, e := range entries {
 		if e.Timestamp.IsZero() {
@@ -137,7 +137,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries ...store.AuditEntry) er
 
 // ListAudit implements store.Audits: matching entries, oldest (lowest ID)
 // first.
-func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+func (s *Store) ListAudit(ctx context.Context, q record.AuditQuery) ([]record.AuditEntry, error) {
 	limit := clampLimit(q.Limit, defaultAuditLimit, maxAuditLimit)
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
@@ -145,11 +145,11 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 	}
 	defer unlock()
 	// The trail is in id order: start after AfterID.
-	start, found := slices.BinarySearchFunc(s.audit, q.AfterID, func(e store.AuditEntry, id int64) int { return cmp.Compare(e.ID, id) })
+	start, found := slices.BinarySearchFunc(s.audit, q.AfterID, func(e record.AuditEntry, id int64) int { return cmp.Compare(e.ID, id) })
 	if found {
 		start++
 	}
-	out := []store.AuditEntry{}
+	out := []record.AuditEntry{}
 	for _, e := range s.audit[start:] {
 		if len(out) == limit {
 			break

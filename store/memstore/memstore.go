@@ -31,7 +31,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -56,10 +58,10 @@ type Store struct {
 
 	sessions  map[string]*session
 	runs      map[string]*run
-	workflows map[string]store.Workflow
-	schedules map[string]store.Schedule
+	workflows map[string]record.Workflow
+	schedules map[string]record.Schedule
 	memories  map[string]*memory
-	audit     []store.AuditEntry
+	audit     []record.AuditEntry
 
 	memorySeq int64 // insertion order of memories, for ties on CreatedAt
 	auditSeq  int64 // the last audit entry id handed out
@@ -69,12 +71,12 @@ type Store struct {
 }
 
 type session struct {
-	hdr store.Session // without the counts, which are computed
+	hdr record.Session // without the counts, which are computed
 	// msgs holds each message as JSON, as the database does: loading
 	// decodes a fresh copy, and a message round-trips exactly as it would
 	// through store/sqlite.
 	msgs   [][]byte
-	events []store.Event
+	events []event.Event
 }
 
 // New returns an empty store.
@@ -82,17 +84,17 @@ func New() *Store {
 	s := &Store{
 		sessions:  map[string]*session{},
 		runs:      map[string]*run{},
-		workflows: map[string]store.Workflow{},
-		schedules: map[string]store.Schedule{},
+		workflows: map[string]record.Workflow{},
+		schedules: map[string]record.Schedule{},
 		memories:  map[string]*memory{},
 	}
-	s.sessionEvents = events{s: s, kind: "session", log: func(id string) *[]store.Event {
+	s.sessionEvents = events{s: s, kind: "session", log: func(id string) *[]event.Event {
 		if x := s.sessions[id]; x != nil {
 			return &x.events
 		}
 		return nil
 	}}
-	s.runEvents = events{s: s, kind: "run", log: func(id string) *[]store.Event {
+	s.runEvents = events{s: s, kind: "run", log: func(id string) *[]event.Event {
 		if x := s.runs[id]; x != nil {
 			return &x.events
 		}
@@ -186,11 +188,11 @@ func cloneRaw(b json.RawMessage) json.RawMessage {
 }
 
 func notFound(kind, id string) error {
-	return fmt.Errorf("%s %q: %w", kind, id, store.ErrNotFound)
+	return fmt.Errorf("%s %q: %w", kind, id, record.ErrNotFound)
 }
 
 func exists(kind, id string) error {
-	return fmt.Errorf("%s %q: %w", kind, id, store.ErrExists)
+	return fmt.Errorf("%s %q: %w", kind, id, record.ErrExists)
 }
 
 func requireID(kind, id string) error {
@@ -210,27 +212,27 @@ func clampLimit(limit, def, most int) int {
 // ---- sessions ----
 
 // CreateSession implements store.Sessions.
-func (s *Store) CreateSession(ctx context.Context, in store.Session) (store.Session, error) {
+func (s *Store) CreateSession(ctx context.Context, in record.Session) (record.Session, error) {
 	if err := requireID("create session", in.ID); err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	hdr, err := newSessionHeader(in)
 	if err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	defer unlock()
 	if _, ok := s.sessions[in.ID]; ok {
-		return store.Session{}, exists("session", in.ID)
+		return record.Session{}, exists("session", in.ID)
 	}
 	s.sessions[in.ID] = &session{hdr: hdr}
 	return copySession(hdr), nil
 }
 
-func newSessionHeader(in store.Session) (store.Session, error) {
+func newSessionHeader(in record.Session) (record.Session, error) {
 	var err error
 	if in.CreatedAt.IsZero() {
 		in.CreatedAt = now()
@@ -239,26 +241,26 @@ func newSessionHeader(in store.Session) (store.Session, error) {
 		in.UpdatedAt = in.CreatedAt
 	}
 	if in.CreatedAt, err = stamp("session created_at", in.CreatedAt); err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	if in.UpdatedAt, err = stamp("session updated_at", in.UpdatedAt); err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	if err := checkJSON("session metadata", in.Metadata); err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	in.Metadata = cloneRaw(in.Metadata)
 	in.MessageCount, in.LastSeq = 0, 0
 	return in, nil
 }
 
-func copySession(h store.Session) store.Session {
+func copySession(h record.Session) record.Session {
 	h.Metadata = cloneRaw(h.Metadata)
 	return h
 }
 
 // view is the session as GetSession reports it, counts included.
-func (x *session) view() store.Session {
+func (x *session) view() record.Session {
 	h := copySession(x.hdr)
 	h.MessageCount = len(x.msgs)
 	h.LastSeq = int64(len(x.events))
@@ -266,15 +268,15 @@ func (x *session) view() store.Session {
 }
 
 // GetSession implements store.Sessions.
-func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+func (s *Store) GetSession(ctx context.Context, id string) (record.Session, error) {
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	defer unlock()
 	x := s.sessions[id]
 	if x == nil {
-		return store.Session{}, notFound("session", id)
+		return record.Session{}, notFound("session", id)
 	}
 	return x.view(), nil
 }
@@ -282,19 +284,19 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 // ListSessions implements store.Sessions: newest (CreatedAt, then ID)
 // first, paged by an opaque cursor that keeps its place when sessions are
 // added or deleted.
-func (s *Store) ListSessions(ctx context.Context, opt store.ListOptions) (store.SessionPage, error) {
+func (s *Store) ListSessions(ctx context.Context, opt record.ListOptions) (record.SessionPage, error) {
 	limit := clampLimit(opt.Limit, defaultListLimit, maxListLimit)
 	var after *cursor
 	if opt.Cursor != "" {
 		c, err := decodeCursor(opt.Cursor)
 		if err != nil {
-			return store.SessionPage{}, err
+			return record.SessionPage{}, err
 		}
 		after = &c
 	}
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
-		return store.SessionPage{}, err
+		return record.SessionPage{}, err
 	}
 	defer unlock()
 	all := make([]*session, 0, len(s.sessions))
@@ -304,7 +306,7 @@ func (s *Store) ListSessions(ctx context.Context, opt store.ListOptions) (store.
 		}
 	}
 	slices.SortFunc(all, func(a, b *session) int { return newestFirst(a.hdr.CreatedAt, a.hdr.ID, b.hdr.CreatedAt, b.hdr.ID) })
-	page := store.SessionPage{Sessions: make([]store.Session, 0, min(limit, len(all)))}
+	page := record.SessionPage{Sessions: make([]record.Session, 0, min(limit, len(all)))}
 	for _, x := range all[:min(limit, len(all))] {
 		page.Sessions = append(page.Sessions, x.view())
 	}
@@ -340,7 +342,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 
 // UpdateSession implements store.Sessions: Title and Metadata are
 // replaced, UpdatedAt moves to now (never backwards).
-func (s *Store) UpdateSession(ctx context.Context, in store.Session) error {
+func (s *Store) UpdateSession(ctx context.Context, in record.Session) error {
 	if err := checkJSON("session metadata", in.Metadata); err != nil {
 		return err
 	}
@@ -453,29 +455,29 @@ type events struct {
 	kind string // "session" or "run", for messages
 	// log returns the id's events, nil for an unknown id; called with the
 	// store's lock held.
-	log func(id string) *[]store.Event
+	log func(id string) *[]event.Event
 }
 
 // AppendEvents implements store.Events.
-func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs ...store.Event) ([]store.Event, error) {
+func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs ...event.Event) ([]event.Event, error) {
 	return s.sessionEvents.AppendEvents(ctx, sessionID, evs...)
 }
 
 // ReadEvents implements store.Events. A limit <= 0 means no limit.
-func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]store.Event, error) {
+func (s *Store) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]event.Event, error) {
 	return s.sessionEvents.ReadEvents(ctx, sessionID, after, limit)
 }
 
 // AppendEventBatches implements store.BatchEvents: all batches under one
 // lock, each failing alone.
-func (s *Store) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+func (s *Store) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
 	return s.sessionEvents.AppendEventBatches(ctx, batches)
 }
 
 // prepare validates and copies events for an append to id: the whole
 // batch is refused when one event is invalid.
-func (l *events) prepare(id string, in []store.Event) ([]store.Event, error) {
-	out := make([]store.Event, len(in))
+func (l *events) prepare(id string, in []event.Event) ([]event.Event, error) {
+	out := make([]event.Event, len(in))
 	t := now()
 	for i, e := range in {
 		if err := checkJSON(fmt.Sprintf("%s %q event %d (%s) data", l.kind, id, i, e.Type), e.Data); err != nil {
@@ -496,12 +498,12 @@ func (l *events) prepare(id string, in []store.Event) ([]store.Event, error) {
 }
 
 // add stores prepared events under the next seqs; the lock is held.
-func (l *events) add(id string, evs []store.Event) ([]store.Event, error) {
+func (l *events) add(id string, evs []event.Event) ([]event.Event, error) {
 	log := l.log(id)
 	if log == nil {
 		return nil, notFound(l.kind, id)
 	}
-	out := make([]store.Event, len(evs))
+	out := make([]event.Event, len(evs))
 	for i, e := range evs {
 		e.Seq = int64(len(*log)) + 1
 		*log = append(*log, e)
@@ -512,7 +514,7 @@ func (l *events) add(id string, evs []store.Event) ([]store.Event, error) {
 }
 
 // AppendEvents implements store.Events for l's log.
-func (l *events) AppendEvents(ctx context.Context, id string, evs ...store.Event) ([]store.Event, error) {
+func (l *events) AppendEvents(ctx context.Context, id string, evs ...event.Event) ([]event.Event, error) {
 	prepared, err := l.prepare(id, evs)
 	if err != nil {
 		return nil, err
@@ -526,10 +528,10 @@ func (l *events) AppendEvents(ctx context.Context, id string, evs ...store.Event
 }
 
 // AppendEventBatches implements store.BatchEvents for l's log.
-func (l *events) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
-	out := make([][]store.Event, len(batches))
+func (l *events) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
+	out := make([][]event.Event, len(batches))
 	errs := make([]error, len(batches))
-	prepared := make([][]store.Event, len(batches))
+	prepared := make([][]event.Event, len(batches))
 	for i, b := range batches {
 		prepared[i], errs[i] = l.prepare(b.SessionID, b.Events)
 	}
@@ -553,7 +555,7 @@ func (l *events) AppendEventBatches(ctx context.Context, batches []store.EventBa
 
 // ReadEvents implements store.Events for l's log. A limit <= 0 means no
 // limit.
-func (l *events) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.Event, error) {
+func (l *events) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]event.Event, error) {
 	unlock, err := l.s.begin(ctx, false)
 	if err != nil {
 		return nil, err
@@ -572,7 +574,7 @@ func (l *events) ReadEvents(ctx context.Context, id string, after int64, limit i
 	if limit > 0 {
 		end = min(n, after+int64(limit))
 	}
-	out := make([]store.Event, 0, end-after)
+	out := make([]event.Event, 0, end-after)
 	for _, e := range (*log)[after:end] {
 		e.Data = cloneRaw(e.Data)
 		out = append(out, e)

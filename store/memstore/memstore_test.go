@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/memstore"
 	"github.com/weft-run/weft/store/storetest"
@@ -48,7 +50,7 @@ func TestCopies(t *testing.T) {
 
 	// Session metadata, in and out.
 	meta := json.RawMessage(`{"a":1}`)
-	created, err := s.CreateSession(ctx, store.Session{ID: "s", Metadata: meta})
+	created, err := s.CreateSession(ctx, record.Session{ID: "s", Metadata: meta})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestCopies(t *testing.T) {
 
 	// Event data, in, returned and read.
 	data := json.RawMessage(`{"e":1}`)
-	appended, _ := s.AppendEvents(ctx, "s", store.Event{Type: "t", Data: data})
+	appended, _ := s.AppendEvents(ctx, "s", event.Event{Type: "t", Data: data})
 	read, _ := s.ReadEvents(ctx, "s", 0, 0)
 	add("event data", func() { copy(data, `{"f":2}`); copy(appended[0].Data, `{"g":3}`); copy(read[0].Data, `{"h":4}`) },
 		func() error {
@@ -98,7 +100,7 @@ func TestCopies(t *testing.T) {
 
 	// Batched events.
 	bdata := json.RawMessage(`{"b":1}`)
-	out, errs := s.AppendEventBatches(ctx, []store.EventBatch{{SessionID: "s", Events: []store.Event{{Type: "b", Data: bdata}}}})
+	out, errs := s.AppendEventBatches(ctx, []store.EventBatch{{SessionID: "s", Events: []event.Event{{Type: "b", Data: bdata}}}})
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
@@ -110,14 +112,14 @@ func TestCopies(t *testing.T) {
 
 	// Run JSON, step results, run events.
 	plan := json.RawMessage(`{"steps":[]}`)
-	rn, _ := s.CreateRun(ctx, store.Run{ID: "r", Plan: plan})
+	rn, _ := s.CreateRun(ctx, record.Run{ID: "r", Plan: plan})
 	result := json.RawMessage(`"ok"`)
-	if err := s.PutStepResult(ctx, store.StepResult{RunID: "r", StepID: "a", Status: store.StepCompleted, Result: result}); err != nil {
+	if err := s.PutStepResult(ctx, record.StepResult{RunID: "r", StepID: "a", Status: record.StepCompleted, Result: result}); err != nil {
 		t.Fatal(err)
 	}
 	steps, _ := s.StepResults(ctx, "r")
 	rev := json.RawMessage(`1`)
-	rout, _ := s.RunEvents().AppendEvents(ctx, "r", store.Event{Type: "x", Data: rev})
+	rout, _ := s.RunEvents().AppendEvents(ctx, "r", event.Event{Type: "x", Data: rev})
 	add("run values", func() {
 		copy(plan, `{"steps":{}}`)
 		copy(rn.Plan, `{"steps":{}}`)
@@ -132,22 +134,22 @@ func TestCopies(t *testing.T) {
 		return errors.Join(same("plan", r.Plan, []byte(`{"steps":[]}`)), same("step result", st[0].Result, []byte(`"ok"`)), same("run event", ev[0].Data, []byte(`1`)))
 	})
 	// keep sees copies too.
-	if err := s.DeleteStepResults(ctx, "r", func(st store.StepResult) bool { copy(st.Result, `"no"`); return true }); err != nil {
+	if err := s.DeleteStepResults(ctx, "r", func(st record.StepResult) bool { copy(st.Result, `"no"`); return true }); err != nil {
 		t.Fatal(err)
 	}
 
 	// Workflow canvas, schedule inputs, memory tags, audit extras.
 	canvas := json.RawMessage(`{"nodes":[]}`)
-	wf, _ := s.CreateWorkflow(ctx, store.Workflow{ID: "w", Name: "w", Canvas: canvas})
+	wf, _ := s.CreateWorkflow(ctx, record.Workflow{ID: "w", Name: "w", Canvas: canvas})
 	inputs := json.RawMessage(`{"i":1}`)
-	sc, _ := s.CreateSchedule(ctx, store.Schedule{ID: "sc", WorkflowID: "w", Inputs: inputs})
+	sc, _ := s.CreateSchedule(ctx, record.Schedule{ID: "sc", WorkflowID: "w", Inputs: inputs})
 	tags := []string{"a", "b"}
-	mem, _ := s.AddMemory(ctx, store.Memory{ID: "m", Text: "t", Tags: tags})
+	mem, _ := s.AddMemory(ctx, record.Memory{ID: "m", Text: "t", Tags: tags})
 	extra := map[string]string{"k": "v"}
-	if err := s.AppendAudit(ctx, store.AuditEntry{SessionID: "s", Outcome: store.AuditAllowed, Extra: extra}); err != nil {
+	if err := s.AppendAudit(ctx, record.AuditEntry{SessionID: "s", Outcome: record.AuditAllowed, Extra: extra}); err != nil {
 		t.Fatal(err)
 	}
-	audit, _ := s.ListAudit(ctx, store.AuditQuery{})
+	audit, _ := s.ListAudit(ctx, record.AuditQuery{})
 	add("other values", func() {
 		copy(canvas, `{"nodes":{}}`)
 		copy(wf.Canvas, `{"nodes":{}}`)
@@ -161,7 +163,7 @@ func TestCopies(t *testing.T) {
 		w, _ := s.GetWorkflow(ctx, "w")
 		sch, _ := s.GetSchedule(ctx, "sc")
 		ms, _ := s.ListMemories(ctx, "")
-		au, _ := s.ListAudit(ctx, store.AuditQuery{})
+		au, _ := s.ListAudit(ctx, record.AuditQuery{})
 		var errs []error
 		errs = append(errs, same("canvas", w.Canvas, []byte(`{"nodes":[]}`)), same("inputs", sch.Inputs, []byte(`{"i":1}`)))
 		if strings.Join(ms[0].Tags, ",") != "a,b" {
@@ -191,7 +193,7 @@ func TestClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
-	if _, err := s.CreateSession(ctx, store.Session{ID: "s"}); err != nil {
+	if _, err := s.CreateSession(ctx, record.Session{ID: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -202,18 +204,18 @@ func TestClose(t *testing.T) {
 	}
 	calls := map[string]error{}
 	_, calls["GetSession"] = s.GetSession(ctx, "s")
-	_, calls["CreateSession"] = s.CreateSession(ctx, store.Session{ID: "t"})
-	_, calls["ListSessions"] = s.ListSessions(ctx, store.ListOptions{})
+	_, calls["CreateSession"] = s.CreateSession(ctx, record.Session{ID: "t"})
+	_, calls["ListSessions"] = s.ListSessions(ctx, record.ListOptions{})
 	_, calls["ReadEvents"] = s.ReadEvents(ctx, "s", 0, 0)
-	_, calls["AppendEvents"] = s.AppendEvents(ctx, "s", store.Event{Type: "x"})
+	_, calls["AppendEvents"] = s.AppendEvents(ctx, "s", event.Event{Type: "x"})
 	_, calls["RunEvents.ReadEvents"] = s.RunEvents().ReadEvents(ctx, "r", 0, 0)
 	_, calls["LoadMessages"] = s.LoadMessages(ctx, "s")
-	_, calls["ListRuns"] = s.ListRuns(ctx, store.RunQuery{})
+	_, calls["ListRuns"] = s.ListRuns(ctx, record.RunQuery{})
 	_, calls["ListWorkflows"] = s.ListWorkflows(ctx, false)
 	_, calls["ListSchedules"] = s.ListSchedules(ctx, false)
 	_, calls["ListMemories"] = s.ListMemories(ctx, "")
-	_, calls["ListAudit"] = s.ListAudit(ctx, store.AuditQuery{})
-	calls["AppendAudit"] = s.AppendAudit(ctx, store.AuditEntry{})
+	_, calls["ListAudit"] = s.ListAudit(ctx, record.AuditQuery{})
+	calls["AppendAudit"] = s.AppendAudit(ctx, record.AuditEntry{})
 	_, errs := s.AppendEventBatches(ctx, []store.EventBatch{{SessionID: "s"}})
 	calls["AppendEventBatches"] = errs[0]
 	for name, err := range calls {
@@ -233,7 +235,7 @@ func TestTimes(t *testing.T) {
 	defer s.Close()
 	zone := time.FixedZone("X", 3*3600)
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6, zone)
-	got, err := s.CreateSession(ctx, store.Session{ID: "a", CreatedAt: at})
+	got, err := s.CreateSession(ctx, record.Session{ID: "a", CreatedAt: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,13 +246,13 @@ func TestTimes(t *testing.T) {
 		"before 1678": time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
 		"after 2262":  time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
 	} {
-		if _, err := s.CreateSession(ctx, store.Session{ID: name, CreatedAt: tm}); err == nil {
+		if _, err := s.CreateSession(ctx, record.Session{ID: name, CreatedAt: tm}); err == nil {
 			t.Errorf("CreateSession with a time %s succeeded", name)
 		}
-		if _, err := s.AppendEvents(ctx, "a", store.Event{Type: "x", CreatedAt: tm}); err == nil {
+		if _, err := s.AppendEvents(ctx, "a", event.Event{Type: "x", CreatedAt: tm}); err == nil {
 			t.Errorf("AppendEvents with a time %s succeeded", name)
 		}
-		if err := s.AppendAudit(ctx, store.AuditEntry{Timestamp: tm}); err == nil {
+		if err := s.AppendAudit(ctx, record.AuditEntry{Timestamp: tm}); err == nil {
 			t.Errorf("AppendAudit with a time %s succeeded", name)
 		}
 	}
@@ -258,10 +260,10 @@ func TestTimes(t *testing.T) {
 		t.Errorf("refused appends stored %d events", len(ev))
 	}
 	// An AfterID at the top of the range pages past everything.
-	if err := s.AppendAudit(ctx, store.AuditEntry{SessionID: "a"}); err != nil {
+	if err := s.AppendAudit(ctx, record.AuditEntry{SessionID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.ListAudit(ctx, store.AuditQuery{AfterID: math.MaxInt64}); len(got) != 0 {
+	if got, _ := s.ListAudit(ctx, record.AuditQuery{AfterID: math.MaxInt64}); len(got) != 0 {
 		t.Errorf("ListAudit after the last possible id = %d entries", len(got))
 	}
 }
@@ -274,24 +276,24 @@ func TestBatchEvents(t *testing.T) {
 	s := memstore.New()
 	defer s.Close()
 	for _, id := range []string{"a", "b"} {
-		if _, err := s.CreateSession(ctx, store.Session{ID: id}); err != nil {
+		if _, err := s.CreateSession(ctx, record.Session{ID: id}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CreateRun(ctx, store.Run{ID: id}); err != nil {
+		if _, err := s.CreateRun(ctx, record.Run{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ev := func(data string) store.Event { return store.Event{Type: "t", Data: json.RawMessage(data)} }
+	ev := func(data string) event.Event { return event.Event{Type: "t", Data: json.RawMessage(data)} }
 	for name, log := range map[string]store.BatchEvents{"sessions": s, "runs": s.RunEvents().(store.BatchEvents)} {
 		out, errs := log.AppendEventBatches(ctx, []store.EventBatch{
-			{SessionID: "a", Events: []store.Event{ev(`1`), ev(`2`)}},
-			{SessionID: "missing", Events: []store.Event{ev(`1`)}},
-			{SessionID: "b", Events: []store.Event{ev(`{`)}},
-			{SessionID: "b", Events: []store.Event{ev(`3`)}},
-			{SessionID: "a", Events: []store.Event{ev(`4`)}},
+			{SessionID: "a", Events: []event.Event{ev(`1`), ev(`2`)}},
+			{SessionID: "missing", Events: []event.Event{ev(`1`)}},
+			{SessionID: "b", Events: []event.Event{ev(`{`)}},
+			{SessionID: "b", Events: []event.Event{ev(`3`)}},
+			{SessionID: "a", Events: []event.Event{ev(`4`)}},
 		})
 		wantSeqs := [][]int64{{1, 2}, nil, nil, {1}, {3}}
-		wantErr := []error{nil, store.ErrNotFound, errors.New("invalid"), nil, nil}
+		wantErr := []error{nil, record.ErrNotFound, errors.New("invalid"), nil, nil}
 		for i := range wantSeqs {
 			var seqs []int64
 			for _, e := range out[i] {
@@ -305,13 +307,13 @@ func TestBatchEvents(t *testing.T) {
 				t.Errorf("%s batch %d: %v", name, i, errs[i])
 			case wantErr[i] != nil && errs[i] == nil:
 				t.Errorf("%s batch %d succeeded, want an error", name, i)
-			case errors.Is(wantErr[i], store.ErrNotFound) && !errors.Is(errs[i], store.ErrNotFound):
+			case errors.Is(wantErr[i], record.ErrNotFound) && !errors.Is(errs[i], record.ErrNotFound):
 				t.Errorf("%s batch %d: %v, want ErrNotFound", name, i, errs[i])
 			}
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, errs := log.AppendEventBatches(cctx, []store.EventBatch{{SessionID: "a", Events: []store.Event{ev(`5`)}}}); errs[0] == nil {
+		if _, errs := log.AppendEventBatches(cctx, []store.EventBatch{{SessionID: "a", Events: []event.Event{ev(`5`)}}}); errs[0] == nil {
 			t.Errorf("%s: a batch with a canceled context succeeded", name)
 		}
 	}
@@ -329,24 +331,24 @@ func TestConcurrentMixed(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			id := fmt.Sprint("s", w)
-			if _, err := s.CreateSession(ctx, store.Session{ID: id}); err != nil {
+			if _, err := s.CreateSession(ctx, record.Session{ID: id}); err != nil {
 				t.Error(err)
 				return
 			}
-			if _, err := s.CreateRun(ctx, store.Run{ID: id}); err != nil {
+			if _, err := s.CreateRun(ctx, record.Run{ID: id}); err != nil {
 				t.Error(err)
 				return
 			}
 			for i := range 50 {
-				_, err := s.AppendEvents(ctx, id, store.Event{Type: "e"})
+				_, err := s.AppendEvents(ctx, id, event.Event{Type: "e"})
 				err = errors.Join(err, s.AppendMessages(ctx, id, llm.UserText(fmt.Sprint(i))))
-				_, err2 := s.RunEvents().AppendEvents(ctx, id, store.Event{Type: "r"})
-				err = errors.Join(err, err2, s.PutStepResult(ctx, store.StepResult{RunID: id, StepID: fmt.Sprint(i % 5), Status: store.StepRunning}))
-				err = errors.Join(err, s.AppendAudit(ctx, store.AuditEntry{SessionID: id}))
-				_, err3 := s.ListSessions(ctx, store.ListOptions{Limit: 3})
-				_, err4 := s.ListRuns(ctx, store.RunQuery{Q: "x"})
+				_, err2 := s.RunEvents().AppendEvents(ctx, id, event.Event{Type: "r"})
+				err = errors.Join(err, err2, s.PutStepResult(ctx, record.StepResult{RunID: id, StepID: fmt.Sprint(i % 5), Status: record.StepRunning}))
+				err = errors.Join(err, s.AppendAudit(ctx, record.AuditEntry{SessionID: id}))
+				_, err3 := s.ListSessions(ctx, record.ListOptions{Limit: 3})
+				_, err4 := s.ListRuns(ctx, record.RunQuery{Q: "x"})
 				_, err5 := s.ReadEvents(ctx, fmt.Sprint("s", (w+1)%workers), 0, 0)
-				if errors.Is(err5, store.ErrNotFound) {
+				if errors.Is(err5, record.ErrNotFound) {
 					err5 = nil // the neighbour may not have started
 				}
 				if err := errors.Join(err, err3, err4, err5); err != nil {
@@ -368,7 +370,7 @@ func TestConcurrentMixed(t *testing.T) {
 			t.Errorf("run %s: %+v, %v", id, r, err)
 		}
 	}
-	if au, _ := s.ListAudit(ctx, store.AuditQuery{Limit: 1000}); len(au) != workers*50 {
+	if au, _ := s.ListAudit(ctx, record.AuditQuery{Limit: 1000}); len(au) != workers*50 {
 		t.Errorf("%d audit entries, want %d", len(au), workers*50)
 	}
 }

@@ -7,18 +7,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
 type run struct {
-	hdr    store.Run // LastSeq is computed
-	steps  map[string]store.StepResult
-	events []store.Event
+	hdr    record.Run // LastSeq is computed
+	steps  map[string]record.StepResult
+	events []event.Event
 }
 
 // checkRun validates r's status and JSON fields.
-func checkRun(r store.Run) error {
-	if !store.ValidRunStatus(r.Status) {
+func checkRun(r record.Run) error {
+	if !record.ValidRunStatus(r.Status) {
 		return fmt.Errorf("memstore: run %q: unknown status %q", r.ID, r.Status)
 	}
 	for _, f := range []struct {
@@ -32,28 +34,28 @@ func checkRun(r store.Run) error {
 	return nil
 }
 
-func copyRun(r store.Run) store.Run {
+func copyRun(r record.Run) record.Run {
 	r.Plan, r.Config, r.Inputs = cloneRaw(r.Plan), cloneRaw(r.Config), cloneRaw(r.Inputs)
 	r.Files, r.Posture = cloneRaw(r.Files), cloneRaw(r.Posture)
 	return r
 }
 
-func (x *run) view() store.Run {
+func (x *run) view() record.Run {
 	r := copyRun(x.hdr)
 	r.LastSeq = int64(len(x.events))
 	return r
 }
 
 // CreateRun implements store.Runs.
-func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
+func (s *Store) CreateRun(ctx context.Context, r record.Run) (record.Run, error) {
 	if err := requireID("create run", r.ID); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	if r.Status == "" {
-		r.Status = store.RunPlanning
+		r.Status = record.RunPlanning
 	}
 	if err := checkRun(r); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	var err error
 	if r.CreatedAt.IsZero() {
@@ -63,41 +65,41 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		r.UpdatedAt = r.CreatedAt
 	}
 	if r.CreatedAt, err = stamp("run created_at", r.CreatedAt); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	if r.UpdatedAt, err = stamp("run updated_at", r.UpdatedAt); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	r = copyRun(r)
 	r.LastSeq = 0
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	defer unlock()
 	if _, ok := s.runs[r.ID]; ok {
-		return store.Run{}, exists("run", r.ID)
+		return record.Run{}, exists("run", r.ID)
 	}
-	s.runs[r.ID] = &run{hdr: r, steps: map[string]store.StepResult{}}
+	s.runs[r.ID] = &run{hdr: r, steps: map[string]record.StepResult{}}
 	return copyRun(r), nil
 }
 
 // GetRun implements store.Runs.
-func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (record.Run, error) {
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	defer unlock()
 	x := s.runs[id]
 	if x == nil {
-		return store.Run{}, notFound("run", id)
+		return record.Run{}, notFound("run", id)
 	}
 	return x.view(), nil
 }
 
 // UpdateRun implements store.Runs.
-func (s *Store) UpdateRun(ctx context.Context, r store.Run) error {
+func (s *Store) UpdateRun(ctx context.Context, r record.Run) error {
 	if err := checkRun(r); err != nil {
 		return err
 	}
@@ -119,25 +121,25 @@ func (s *Store) UpdateRun(ctx context.Context, r store.Run) error {
 
 // runSearch is what RunQuery.Q is matched against, lower-cased (Unicode);
 // the separator keeps a query from matching across two fields.
-func runSearch(r store.Run) string {
+func runSearch(r record.Run) string {
 	return strings.ToLower(r.Goal + "\x00" + r.Summary + "\x00" + r.Error)
 }
 
 // ListRuns implements store.Runs.
-func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage, error) {
 	limit := clampLimit(q.Limit, defaultListLimit, maxListLimit)
 	var after *cursor
 	if q.Cursor != "" {
 		c, err := decodeCursor(q.Cursor)
 		if err != nil {
-			return store.RunPage{}, err
+			return record.RunPage{}, err
 		}
 		after = &c
 	}
 	needle := strings.ToLower(q.Q)
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
-		return store.RunPage{}, err
+		return record.RunPage{}, err
 	}
 	defer unlock()
 	var match []*run
@@ -149,7 +151,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, 
 		}
 	}
 	slices.SortFunc(match, func(a, b *run) int { return newestFirst(a.hdr.CreatedAt, a.hdr.ID, b.hdr.CreatedAt, b.hdr.ID) })
-	page := store.RunPage{Runs: make([]store.Run, 0, min(limit, len(match)))}
+	page := record.RunPage{Runs: make([]record.Run, 0, min(limit, len(match)))}
 	for _, x := range match[:min(limit, len(match))] {
 		page.Runs = append(page.Runs, x.view())
 	}
@@ -185,8 +187,8 @@ func (s *Store) InterruptRuns(ctx context.Context) ([]string, error) {
 	var ids []string
 	for id, x := range s.runs {
 		switch x.hdr.Status {
-		case store.RunPlanning, store.RunAwaitingApproval, store.RunRunning:
-			x.hdr.Status = store.RunInterrupted
+		case record.RunPlanning, record.RunAwaitingApproval, record.RunRunning:
+			x.hdr.Status = record.RunInterrupted
 			x.hdr.UpdatedAt = later(x.hdr.UpdatedAt)
 			ids = append(ids, id)
 		}
@@ -195,17 +197,17 @@ func (s *Store) InterruptRuns(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-func copyStep(st store.StepResult) store.StepResult {
+func copyStep(st record.StepResult) record.StepResult {
 	st.Result = cloneRaw(st.Result)
 	return st
 }
 
 // PutStepResult implements store.Runs.
-func (s *Store) PutStepResult(ctx context.Context, st store.StepResult) error {
+func (s *Store) PutStepResult(ctx context.Context, st record.StepResult) error {
 	if st.StepID == "" {
 		return fmt.Errorf("memstore: run %q: step result with an empty step id", st.RunID)
 	}
-	if !store.ValidStepStatus(st.Status) {
+	if !record.ValidStepStatus(st.Status) {
 		return fmt.Errorf("memstore: run %q step %q: unknown status %q", st.RunID, st.StepID, st.Status)
 	}
 	if err := checkJSON(fmt.Sprintf("run %q step %q result", st.RunID, st.StepID), st.Result); err != nil {
@@ -233,19 +235,19 @@ func (s *Store) PutStepResult(ctx context.Context, st store.StepResult) error {
 }
 
 // steps returns copies of x's step results by Index, then StepID.
-func (x *run) sortedSteps() []store.StepResult {
-	out := make([]store.StepResult, 0, len(x.steps))
+func (x *run) sortedSteps() []record.StepResult {
+	out := make([]record.StepResult, 0, len(x.steps))
 	for _, st := range x.steps {
 		out = append(out, copyStep(st))
 	}
-	slices.SortFunc(out, func(a, b store.StepResult) int {
+	slices.SortFunc(out, func(a, b record.StepResult) int {
 		return cmp.Or(cmp.Compare(a.Index, b.Index), strings.Compare(a.StepID, b.StepID))
 	})
 	return out
 }
 
 // StepResults implements store.Runs.
-func (s *Store) StepResults(ctx context.Context, runID string) ([]store.StepResult, error) {
+func (s *Store) StepResults(ctx context.Context, runID string) ([]record.StepResult, error) {
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
@@ -260,7 +262,7 @@ func (s *Store) StepResults(ctx context.Context, runID string) ([]store.StepResu
 
 // DeleteStepResults implements store.Runs. keep sees copies, in order,
 // with the store locked.
-func (s *Store) DeleteStepResults(ctx context.Context, runID string, keep func(store.StepResult) bool) error {
+func (s *Store) DeleteStepResults(ctx context.Context, runID string, keep func(record.StepResult) bool) error {
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
 		return err

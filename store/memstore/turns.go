@@ -4,25 +4,26 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // ListOpenTurns implements store.Turns by reading the sessions' event
 // logs, which are in memory anyway; it runs once per start of a runtime.
-func (s *Store) ListOpenTurns(ctx context.Context) ([]store.OpenTurns, error) {
+func (s *Store) ListOpenTurns(ctx context.Context) ([]record.OpenTurns, error) {
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	out := []store.OpenTurns{}
+	out := []record.OpenTurns{}
 	for id, sess := range s.sessions {
-		t := store.OpenTurns{SessionID: id}
+		t := record.OpenTurns{SessionID: id}
 		for _, e := range sess.events {
 			switch e.Type {
-			case store.EventUserMessage:
+			case event.UserMessage:
 				t.Accepted = e.Seq
-			case store.EventMessageConsumed, store.EventMessageDropped:
+			case event.MessageConsumed, event.MessageDropped:
 				var d struct {
 					MessageSeq int64 `json:"message_seq"`
 				}
@@ -30,10 +31,10 @@ func (s *Store) ListOpenTurns(ctx context.Context) ([]store.OpenTurns, error) {
 					continue
 				}
 				t.Answered = d.MessageSeq
-				if e.Type == store.EventMessageConsumed {
+				if e.Type == event.MessageConsumed {
 					t.Running = d.MessageSeq
 				}
-			case store.EventDone:
+			case event.Done:
 				t.Running = 0
 			}
 		}

@@ -14,8 +14,10 @@ package redact
 import (
 	"context"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -61,15 +63,15 @@ func (r *redacting) Ping(ctx context.Context) error {
 	if p, ok := r.Store.(interface{ Ping(context.Context) error }); ok {
 		return p.Ping(ctx)
 	}
-	_, err := r.Store.ListSessions(ctx, store.ListOptions{Limit: 1})
+	_, err := r.Store.ListSessions(ctx, record.ListOptions{Limit: 1})
 	return err
 }
 
-func (r *redacting) CreateSession(ctx context.Context, s store.Session) (store.Session, error) {
+func (r *redacting) CreateSession(ctx context.Context, s record.Session) (record.Session, error) {
 	return r.Store.CreateSession(ctx, secret.Redacted(r.set, s))
 }
 
-func (r *redacting) UpdateSession(ctx context.Context, s store.Session) error {
+func (r *redacting) UpdateSession(ctx context.Context, s record.Session) error {
 	return r.Store.UpdateSession(ctx, secret.Redacted(r.set, s))
 }
 
@@ -81,45 +83,45 @@ func (r *redacting) ReplaceMessages(ctx context.Context, sessionID string, msgs 
 	return r.Store.ReplaceMessages(ctx, sessionID, secret.Redacted(r.set, msgs))
 }
 
-func (r *redacting) AppendEvents(ctx context.Context, sessionID string, evs ...store.Event) ([]store.Event, error) {
+func (r *redacting) AppendEvents(ctx context.Context, sessionID string, evs ...event.Event) ([]event.Event, error) {
 	return r.Store.AppendEvents(ctx, sessionID, secret.Redacted(r.set, evs)...)
 }
 
-func (r *redacting) CreateRun(ctx context.Context, run store.Run) (store.Run, error) {
+func (r *redacting) CreateRun(ctx context.Context, run record.Run) (record.Run, error) {
 	return r.Store.CreateRun(ctx, secret.Redacted(r.set, run))
 }
 
-func (r *redacting) UpdateRun(ctx context.Context, run store.Run) error {
+func (r *redacting) UpdateRun(ctx context.Context, run record.Run) error {
 	return r.Store.UpdateRun(ctx, secret.Redacted(r.set, run))
 }
 
-func (r *redacting) PutStepResult(ctx context.Context, s store.StepResult) error {
+func (r *redacting) PutStepResult(ctx context.Context, s record.StepResult) error {
 	return r.Store.PutStepResult(ctx, secret.Redacted(r.set, s))
 }
 
 func (r *redacting) RunEvents() store.Events { return r.runEvents }
 
-func (r *redacting) CreateWorkflow(ctx context.Context, w store.Workflow) (store.Workflow, error) {
+func (r *redacting) CreateWorkflow(ctx context.Context, w record.Workflow) (record.Workflow, error) {
 	return r.Store.CreateWorkflow(ctx, secret.Redacted(r.set, w))
 }
 
-func (r *redacting) UpdateWorkflow(ctx context.Context, w store.Workflow, expectRevision int) (store.Workflow, error) {
+func (r *redacting) UpdateWorkflow(ctx context.Context, w record.Workflow, expectRevision int) (record.Workflow, error) {
 	return r.Store.UpdateWorkflow(ctx, secret.Redacted(r.set, w), expectRevision)
 }
 
-func (r *redacting) CreateSchedule(ctx context.Context, s store.Schedule) (store.Schedule, error) {
+func (r *redacting) CreateSchedule(ctx context.Context, s record.Schedule) (record.Schedule, error) {
 	return r.Store.CreateSchedule(ctx, secret.Redacted(r.set, s))
 }
 
-func (r *redacting) UpdateSchedule(ctx context.Context, s store.Schedule) error {
+func (r *redacting) UpdateSchedule(ctx context.Context, s record.Schedule) error {
 	return r.Store.UpdateSchedule(ctx, secret.Redacted(r.set, s))
 }
 
-func (r *redacting) AddMemory(ctx context.Context, m store.Memory) (store.Memory, error) {
+func (r *redacting) AddMemory(ctx context.Context, m record.Memory) (record.Memory, error) {
 	return r.Store.AddMemory(ctx, secret.Redacted(r.set, m))
 }
 
-func (r *redacting) AppendAudit(ctx context.Context, entries ...store.AuditEntry) error {
+func (r *redacting) AppendAudit(ctx context.Context, entries ...record.AuditEntry) error {
 	return r.Store.AppendAudit(ctx, secret.Redacted(r.set, entries)...)
 }
 
@@ -129,7 +131,7 @@ type batchRedacting struct {
 	batch batchEvents
 }
 
-func (b *batchRedacting) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+func (b *batchRedacting) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
 	return b.batch.AppendEventBatches(ctx, batches)
 }
 
@@ -138,7 +140,7 @@ type batchEvents struct {
 	set *secret.Set
 }
 
-func (b batchEvents) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+func (b batchEvents) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
 	return b.BatchEvents.AppendEventBatches(ctx, secret.Redacted(b.set, batches))
 }
 
@@ -157,7 +159,7 @@ type redactingEvents struct {
 	set *secret.Set
 }
 
-func (r redactingEvents) AppendEvents(ctx context.Context, id string, evs ...store.Event) ([]store.Event, error) {
+func (r redactingEvents) AppendEvents(ctx context.Context, id string, evs ...event.Event) ([]event.Event, error) {
 	return r.Events.AppendEvents(ctx, id, secret.Redacted(r.set, evs)...)
 }
 
@@ -166,6 +168,6 @@ type batchRedactingEvents struct {
 	batch batchEvents
 }
 
-func (b batchRedactingEvents) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+func (b batchRedactingEvents) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
 	return b.batch.AppendEventBatches(ctx, batches)
 }

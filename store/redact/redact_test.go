@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/redact"
 	"github.com/weft-run/weft/store/sqlite"
@@ -73,10 +75,10 @@ func TestNoTableHoldsTheValue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = s.CreateSession(ctx, store.Session{ID: "s", Title: "t " + value, Metadata: raw})
+	_, err = s.CreateSession(ctx, record.Session{ID: "s", Title: "t " + value, Metadata: raw})
 	must(err)
-	must(s.UpdateSession(ctx, store.Session{ID: "s", Title: "u " + value, Metadata: raw}))
-	_, err = s.CreateSession(ctx, store.Session{ID: "s2"})
+	must(s.UpdateSession(ctx, record.Session{ID: "s", Title: "u " + value, Metadata: raw}))
+	_, err = s.CreateSession(ctx, record.Session{ID: "s2"})
 	must(err)
 	msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{
 		llm.Text("text " + value),
@@ -86,34 +88,34 @@ func TestNoTableHoldsTheValue(t *testing.T) {
 	result := llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.ToolResult("c", false, llm.Text("out "+value))}}
 	must(s.AppendMessages(ctx, "s", llm.UserText("prompt "+value), msg, result))
 	must(s.ReplaceMessages(ctx, "s2", []llm.Message{llm.UserText("replaced " + value)}))
-	_, err = s.AppendEvents(ctx, "s", store.Event{Type: "permission_request", Data: raw})
+	_, err = s.AppendEvents(ctx, "s", event.Event{Type: "permission_request", Data: raw})
 	must(err)
-	out, errs := s.(store.BatchEvents).AppendEventBatches(ctx, []store.EventBatch{{SessionID: "s2", Events: []store.Event{{Type: "x", Data: raw}}}})
+	out, errs := s.(store.BatchEvents).AppendEventBatches(ctx, []store.EventBatch{{SessionID: "s2", Events: []event.Event{{Type: "x", Data: raw}}}})
 	if len(out) != 1 || errs[0] != nil {
 		t.Fatal(errs)
 	}
-	run := store.Run{ID: "r", Status: store.RunRunning, Goal: "goal " + value, Plan: raw, Config: raw, Inputs: raw, Files: raw, Posture: raw,
+	run := record.Run{ID: "r", Status: record.RunRunning, Goal: "goal " + value, Plan: raw, Config: raw, Inputs: raw, Files: raw, Posture: raw,
 		Summary: "summary " + value, Error: "error " + value}
 	_, err = s.CreateRun(ctx, run)
 	must(err)
 	must(s.UpdateRun(ctx, run))
-	must(s.PutStepResult(ctx, store.StepResult{RunID: "r", StepID: "st", Status: store.StepCompleted, Result: raw, Error: "e " + value}))
-	_, err = s.RunEvents().AppendEvents(ctx, "r", store.Event{Type: "plan_ready", Data: raw})
+	must(s.PutStepResult(ctx, record.StepResult{RunID: "r", StepID: "st", Status: record.StepCompleted, Result: raw, Error: "e " + value}))
+	_, err = s.RunEvents().AppendEvents(ctx, "r", event.Event{Type: "plan_ready", Data: raw})
 	must(err)
-	_, errs = s.RunEvents().(store.BatchEvents).AppendEventBatches(ctx, []store.EventBatch{{SessionID: "r", Events: []store.Event{{Type: "step_complete", Data: raw}}}})
+	_, errs = s.RunEvents().(store.BatchEvents).AppendEventBatches(ctx, []store.EventBatch{{SessionID: "r", Events: []event.Event{{Type: "step_complete", Data: raw}}}})
 	must(errs[0])
-	w, err := s.CreateWorkflow(ctx, store.Workflow{ID: "w", Name: "n " + value, Description: "d " + value, InputSchema: raw, Plan: raw, Canvas: raw})
+	w, err := s.CreateWorkflow(ctx, record.Workflow{ID: "w", Name: "n " + value, Description: "d " + value, InputSchema: raw, Plan: raw, Canvas: raw})
 	must(err)
 	_, err = s.UpdateWorkflow(ctx, w, w.Revision)
 	must(err)
-	sch := store.Schedule{ID: "sc", WorkflowID: "w", Inputs: raw, IntervalSeconds: 60, NextRunAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
+	sch := record.Schedule{ID: "sc", WorkflowID: "w", Inputs: raw, IntervalSeconds: 60, NextRunAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
 		LastTaskID: "task " + value}
 	_, err = s.CreateSchedule(ctx, sch)
 	must(err)
 	must(s.UpdateSchedule(ctx, sch))
-	_, err = s.AddMemory(ctx, store.Memory{UserID: "u", Text: "memory " + value, Tags: []string{value}})
+	_, err = s.AddMemory(ctx, record.Memory{UserID: "u", Text: "memory " + value, Tags: []string{value}})
 	must(err)
-	must(s.AppendAudit(ctx, store.AuditEntry{SessionID: "s", ToolName: "Bash", Operation: "execute", Resource: "r " + value,
+	must(s.AppendAudit(ctx, record.AuditEntry{SessionID: "s", ToolName: "Bash", Operation: "execute", Resource: "r " + value,
 		Outcome: "allowed", Reason: "why " + value, Extra: map[string]string{"by": "Bash(echo " + value + ")"}}))
 
 	// Read back through the store: redacted, and still valid.
@@ -228,21 +230,21 @@ func TestEveryWriteIsWrapped(t *testing.T) {
 	rec := &recorder{}
 	s := redact.Store(rec, secrets(t))
 	ctx := context.Background()
-	_, _ = s.CreateSession(ctx, store.Session{Title: value})
-	_ = s.UpdateSession(ctx, store.Session{Title: value})
+	_, _ = s.CreateSession(ctx, record.Session{Title: value})
+	_ = s.UpdateSession(ctx, record.Session{Title: value})
 	_ = s.AppendMessages(ctx, "", llm.UserText(value))
 	_ = s.ReplaceMessages(ctx, "", []llm.Message{llm.UserText(value)})
-	_, _ = s.AppendEvents(ctx, "", store.Event{Type: value})
-	_, _ = s.CreateRun(ctx, store.Run{Goal: value})
-	_ = s.UpdateRun(ctx, store.Run{Goal: value})
-	_ = s.PutStepResult(ctx, store.StepResult{Error: value})
-	_, _ = s.RunEvents().AppendEvents(ctx, "", store.Event{Type: value})
-	_, _ = s.CreateWorkflow(ctx, store.Workflow{Name: value})
-	_, _ = s.UpdateWorkflow(ctx, store.Workflow{Name: value}, 0)
-	_, _ = s.CreateSchedule(ctx, store.Schedule{LastTaskID: value})
-	_ = s.UpdateSchedule(ctx, store.Schedule{LastTaskID: value})
-	_, _ = s.AddMemory(ctx, store.Memory{Text: value})
-	_ = s.AppendAudit(ctx, store.AuditEntry{Reason: value})
+	_, _ = s.AppendEvents(ctx, "", event.Event{Type: value})
+	_, _ = s.CreateRun(ctx, record.Run{Goal: value})
+	_ = s.UpdateRun(ctx, record.Run{Goal: value})
+	_ = s.PutStepResult(ctx, record.StepResult{Error: value})
+	_, _ = s.RunEvents().AppendEvents(ctx, "", event.Event{Type: value})
+	_, _ = s.CreateWorkflow(ctx, record.Workflow{Name: value})
+	_, _ = s.UpdateWorkflow(ctx, record.Workflow{Name: value}, 0)
+	_, _ = s.CreateSchedule(ctx, record.Schedule{LastTaskID: value})
+	_ = s.UpdateSchedule(ctx, record.Schedule{LastTaskID: value})
+	_, _ = s.AddMemory(ctx, record.Memory{Text: value})
+	_ = s.AppendAudit(ctx, record.AuditEntry{Reason: value})
 	if len(rec.got) != len(wrapped) {
 		t.Fatalf("%d writes recorded, want %d", len(rec.got), len(wrapped))
 	}
@@ -259,11 +261,11 @@ type recorder struct {
 	got         []any
 }
 
-func (r *recorder) CreateSession(_ context.Context, s store.Session) (store.Session, error) {
+func (r *recorder) CreateSession(_ context.Context, s record.Session) (record.Session, error) {
 	r.got = append(r.got, s)
 	return s, nil
 }
-func (r *recorder) UpdateSession(_ context.Context, s store.Session) error {
+func (r *recorder) UpdateSession(_ context.Context, s record.Session) error {
 	r.got = append(r.got, s)
 	return nil
 }
@@ -275,54 +277,54 @@ func (r *recorder) ReplaceMessages(_ context.Context, _ string, m []llm.Message)
 	r.got = append(r.got, m)
 	return nil
 }
-func (r *recorder) AppendEvents(_ context.Context, _ string, e ...store.Event) ([]store.Event, error) {
+func (r *recorder) AppendEvents(_ context.Context, _ string, e ...event.Event) ([]event.Event, error) {
 	r.got = append(r.got, e)
 	return e, nil
 }
-func (r *recorder) CreateRun(_ context.Context, x store.Run) (store.Run, error) {
+func (r *recorder) CreateRun(_ context.Context, x record.Run) (record.Run, error) {
 	r.got = append(r.got, x)
 	return x, nil
 }
-func (r *recorder) UpdateRun(_ context.Context, x store.Run) error {
+func (r *recorder) UpdateRun(_ context.Context, x record.Run) error {
 	r.got = append(r.got, x)
 	return nil
 }
-func (r *recorder) PutStepResult(_ context.Context, x store.StepResult) error {
+func (r *recorder) PutStepResult(_ context.Context, x record.StepResult) error {
 	r.got = append(r.got, x)
 	return nil
 }
 func (r *recorder) RunEvents() store.Events { return runEventsRecorder{r} }
-func (r *recorder) CreateWorkflow(_ context.Context, x store.Workflow) (store.Workflow, error) {
+func (r *recorder) CreateWorkflow(_ context.Context, x record.Workflow) (record.Workflow, error) {
 	r.got = append(r.got, x)
 	return x, nil
 }
-func (r *recorder) UpdateWorkflow(_ context.Context, x store.Workflow, _ int) (store.Workflow, error) {
+func (r *recorder) UpdateWorkflow(_ context.Context, x record.Workflow, _ int) (record.Workflow, error) {
 	r.got = append(r.got, x)
 	return x, nil
 }
-func (r *recorder) CreateSchedule(_ context.Context, x store.Schedule) (store.Schedule, error) {
+func (r *recorder) CreateSchedule(_ context.Context, x record.Schedule) (record.Schedule, error) {
 	r.got = append(r.got, x)
 	return x, nil
 }
-func (r *recorder) UpdateSchedule(_ context.Context, x store.Schedule) error {
+func (r *recorder) UpdateSchedule(_ context.Context, x record.Schedule) error {
 	r.got = append(r.got, x)
 	return nil
 }
-func (r *recorder) AddMemory(_ context.Context, x store.Memory) (store.Memory, error) {
+func (r *recorder) AddMemory(_ context.Context, x record.Memory) (record.Memory, error) {
 	r.got = append(r.got, x)
 	return x, nil
 }
-func (r *recorder) AppendAudit(_ context.Context, x ...store.AuditEntry) error {
+func (r *recorder) AppendAudit(_ context.Context, x ...record.AuditEntry) error {
 	r.got = append(r.got, x)
 	return nil
 }
 
 type runEventsRecorder struct{ r *recorder }
 
-func (e runEventsRecorder) AppendEvents(_ context.Context, _ string, evs ...store.Event) ([]store.Event, error) {
+func (e runEventsRecorder) AppendEvents(_ context.Context, _ string, evs ...event.Event) ([]event.Event, error) {
 	e.r.got = append(e.r.got, evs)
 	return evs, nil
 }
-func (e runEventsRecorder) ReadEvents(context.Context, string, int64, int) ([]store.Event, error) {
+func (e runEventsRecorder) ReadEvents(context.Context, string, int64, int) ([]event.Event, error) {
 	return nil, nil
 }

@@ -9,7 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // Group commit. A commit costs far more than an insert (WAL frame writes,
@@ -29,7 +30,7 @@ var errClosed = errors.New("sqlite: database is closed")
 type appendReq struct {
 	log       *eventLog
 	sessionID string // the session's or run's id
-	events    []store.Event
+	events    []event.Event
 	data      []any
 	created   []int64
 	index     int // the request's batch, in AppendEventBatches
@@ -171,7 +172,7 @@ func (a *appender) run(group []*appendReq) {
 			taken[i] = true
 			errs[i] = r.log.insert(ctx, tx, r)
 			// A missing session wrote nothing, so the others can go on.
-			if errs[i] != nil && !errors.Is(errs[i], store.ErrNotFound) {
+			if errs[i] != nil && !errors.Is(errs[i], record.ErrNotFound) {
 				culprit = i
 				return errs[i]
 			}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -29,7 +31,7 @@ func holdWriter(t *testing.T, db *DB) (release func()) {
 func createSessions(t *testing.T, db *DB, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		if _, err := db.CreateSession(t.Context(), store.Session{ID: id}); err != nil {
+		if _, err := db.CreateSession(t.Context(), record.Session{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +63,7 @@ func TestGroupFailureIsolated(t *testing.T) {
 	)
 	for i := range good {
 		wg.Go(func() {
-			got, err := db.AppendEvents(ctx, "s", store.Event{Type: "ok", Data: json.RawMessage(fmt.Sprint(i))})
+			got, err := db.AppendEvents(ctx, "s", event.Event{Type: "ok", Data: json.RawMessage(fmt.Sprint(i))})
 			if err != nil {
 				t.Errorf("good append %d: %v", i, err)
 				return
@@ -74,10 +76,10 @@ func TestGroupFailureIsolated(t *testing.T) {
 			// In the middle of the queue, so that they share a group with
 			// good requests on both sides.
 			wg.Go(func() {
-				_, poisoned = db.AppendEvents(ctx, "s", store.Event{Type: "ok"}, store.Event{Type: "poison"})
+				_, poisoned = db.AppendEvents(ctx, "s", event.Event{Type: "ok"}, event.Event{Type: "poison"})
 			})
 			wg.Go(func() {
-				_, missing = db.AppendEvents(ctx, "nope", store.Event{Type: "ok"})
+				_, missing = db.AppendEvents(ctx, "nope", event.Event{Type: "ok"})
 			})
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -89,7 +91,7 @@ func TestGroupFailureIsolated(t *testing.T) {
 	if poisoned == nil || !strings.Contains(poisoned.Error(), "poisoned event") {
 		t.Errorf("poisoned append: %v, want the trigger's error", poisoned)
 	}
-	if !errors.Is(missing, store.ErrNotFound) {
+	if !errors.Is(missing, record.ErrNotFound) {
 		t.Errorf("append to a missing session: %v, want ErrNotFound", missing)
 	}
 	slices.Sort(seqsOK)
@@ -127,7 +129,7 @@ func TestCanceledWhileQueued(t *testing.T) {
 	bg := context.Background()
 	var wg sync.WaitGroup
 	appendType := func(ctx context.Context, typ string) error {
-		_, err := db.AppendEvents(ctx, "s", store.Event{Type: typ})
+		_, err := db.AppendEvents(ctx, "s", event.Event{Type: typ})
 		return err
 	}
 	wg.Go(func() {
@@ -187,7 +189,7 @@ func TestCloseDuringAppends(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				got, err := db.AppendEvents(context.Background(), "s", store.Event{Type: "e"})
+				got, err := db.AppendEvents(context.Background(), "s", event.Event{Type: "e"})
 				if err != nil {
 					return
 				}
@@ -202,7 +204,7 @@ func TestCloseDuringAppends(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 	wg.Wait()
-	if _, err := db.AppendEvents(t.Context(), "s", store.Event{Type: "late"}); err == nil {
+	if _, err := db.AppendEvents(t.Context(), "s", event.Event{Type: "late"}); err == nil {
 		t.Error("AppendEvents after Close succeeded")
 	}
 	if err := db.Close(); err != nil {
@@ -238,7 +240,7 @@ func TestCloseDuringAppends(t *testing.T) {
 // appends) must make the next append start from the database again.
 func TestSeqCacheFollowsOtherWriters(t *testing.T) {
 	t.Parallel()
-	ev := store.Event{Type: "e"}
+	ev := event.Event{Type: "e"}
 	for _, tc := range []struct {
 		name string
 		// change runs between two appends to "s" through a; it returns the
@@ -273,7 +275,7 @@ func TestSeqCacheFollowsOtherWriters(t *testing.T) {
 			if err := a.DeleteRun(t.Context(), "r"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.CreateRun(t.Context(), store.Run{ID: "r", Status: store.RunRunning}); err != nil {
+			if _, err := a.CreateRun(t.Context(), record.Run{ID: "r", Status: record.RunRunning}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := a.RunEvents().AppendEvents(t.Context(), "r", ev)
@@ -293,7 +295,7 @@ func TestSeqCacheFollowsOtherWriters(t *testing.T) {
 			defer a.Close()
 			defer b.Close()
 			createSessions(t, a, "s")
-			if _, err := a.CreateRun(t.Context(), store.Run{ID: "r", Status: store.RunRunning}); err != nil {
+			if _, err := a.CreateRun(t.Context(), record.Run{ID: "r", Status: record.RunRunning}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := a.AppendEvents(t.Context(), "s", ev, ev, ev); err != nil {
@@ -338,27 +340,27 @@ func TestAppendEventBatches(t *testing.T) {
 	for i := range sessions {
 		id := fmt.Sprintf("s%d", i)
 		createSessions(t, db, id)
-		if _, err := db.AppendEvents(ctx, id, store.Event{Type: "first"}); err != nil {
+		if _, err := db.AppendEvents(ctx, id, event.Event{Type: "first"}); err != nil {
 			t.Fatal(err)
 		}
 		// 40 x 60 events: more than two transactions' worth.
-		evs := make([]store.Event, 60)
+		evs := make([]event.Event, 60)
 		for k := range evs {
-			evs[k] = store.Event{Type: "ok", Data: json.RawMessage(fmt.Sprint(k))}
+			evs[k] = event.Event{Type: "ok", Data: json.RawMessage(fmt.Sprint(k))}
 		}
 		batches = append(batches, store.EventBatch{SessionID: id, Events: evs})
 	}
 	bad := []store.EventBatch{
-		{SessionID: "nope", Events: []store.Event{{Type: "ok"}}},
-		{SessionID: "s3", Events: []store.Event{{Type: "ok"}, {Type: "poison"}}},
-		{SessionID: "s4", Events: []store.Event{{Type: "ok", Data: json.RawMessage(`{`)}}},
+		{SessionID: "nope", Events: []event.Event{{Type: "ok"}}},
+		{SessionID: "s3", Events: []event.Event{{Type: "ok"}, {Type: "poison"}}},
+		{SessionID: "s4", Events: []event.Event{{Type: "ok", Data: json.RawMessage(`{`)}}},
 	}
 	batches = append(batches[:10], append(bad, batches[10:]...)...)
 	out, errs := db.AppendEventBatches(ctx, batches)
 	for i, b := range batches {
 		switch {
 		case i == 10:
-			if !errors.Is(errs[i], store.ErrNotFound) {
+			if !errors.Is(errs[i], record.ErrNotFound) {
 				t.Errorf("batch for an unknown session: %v, want ErrNotFound", errs[i])
 			}
 		case i == 11:
@@ -402,7 +404,7 @@ func TestWriteCacheGrowsForManySessions(t *testing.T) {
 	batch := func(n int) []store.EventBatch {
 		b := make([]store.EventBatch, n)
 		for i := range b {
-			b[i] = store.EventBatch{SessionID: fmt.Sprintf("s%d", i), Events: []store.Event{{Type: "ok"}}}
+			b[i] = store.EventBatch{SessionID: fmt.Sprintf("s%d", i), Events: []event.Event{{Type: "ok"}}}
 		}
 		return b
 	}
@@ -441,7 +443,7 @@ func TestCacheGrowsWithSessionsPerSecond(t *testing.T) {
 		for i := range bigCacheSessions {
 			id := fmt.Sprintf("s%d", i)
 			createSessions(t, db, id)
-			if _, err := db.AppendEvents(ctx, id, store.Event{Type: "ok"}); err != nil {
+			if _, err := db.AppendEvents(ctx, id, event.Event{Type: "ok"}); err != nil {
 				t.Fatal(err)
 			}
 			if spread && i%(bigCacheSessions/4) == 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -18,7 +19,7 @@ const (
 // AppendAudit implements store.Audits. Entries are encoded before the
 // write transaction starts, so the write connection is held only for the
 // inserts.
-func (db *DB) AppendAudit(ctx context.Context, entries ...store.AuditEntry) error {
+func (db *DB) AppendAudit(ctx context.Context, entries ...record.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -54,7 +55,7 @@ func (db *DB) AppendAudit(ctx context.Context, entries ...store.AuditEntry) erro
 }
 
 // ListAudit implements store.Audits.
-func (db *DB) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+func (db *DB) ListAudit(ctx context.Context, q record.AuditQuery) ([]record.AuditEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultAuditLimit
@@ -68,7 +69,7 @@ func (db *DB) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditE
 			if q.Since.Before(minTime) {
 				since = math.MinInt64
 			} else {
-				return []store.AuditEntry{}, nil
+				return []record.AuditEntry{}, nil
 			}
 		}
 	}
@@ -88,10 +89,10 @@ func (db *DB) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditE
 		return nil, fmt.Errorf("sqlite: list audit: %w", err)
 	}
 	defer rows.Close()
-	out := []store.AuditEntry{}
+	out := []record.AuditEntry{}
 	for rows.Next() {
 		var (
-			e     store.AuditEntry
+			e     record.AuditEntry
 			ts    int64
 			extra sql.NullString
 		)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/store"
 )
 
@@ -41,7 +42,7 @@ func TestCheckpointOffTheCommitPath(t *testing.T) {
 		}
 		b := make([]store.EventBatch, 10)
 		for k := range b {
-			b[k] = store.EventBatch{SessionID: fmt.Sprintf("s%d", (i*10+k)%200), Events: []store.Event{{Type: "text_delta", Data: data}}}
+			b[k] = store.EventBatch{SessionID: fmt.Sprintf("s%d", (i*10+k)%200), Events: []event.Event{{Type: "text_delta", Data: data}}}
 		}
 		if _, errs := db.AppendEventBatches(ctx, b); errs[0] != nil {
 			t.Fatal(errs[0])

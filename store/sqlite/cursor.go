@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // ErrInvalidCursor is store.ErrInvalidCursor, wrapped by ListSessions' and
 // ListRuns' error for a cursor they did not hand out.
-var ErrInvalidCursor = store.ErrInvalidCursor
+var ErrInvalidCursor = record.ErrInvalidCursor
 
 // cursor is the keyset position after the last session (or run) of a
 // page.

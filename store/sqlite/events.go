@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -23,7 +25,7 @@ type eventLog struct {
 }
 
 func (l *eventLog) notFound(id string) error {
-	return fmt.Errorf("%s %q: %w", l.kind, id, store.ErrNotFound)
+	return fmt.Errorf("%s %q: %w", l.kind, id, record.ErrNotFound)
 }
 
 // AppendEvents implements store.Events. The batch is committed in one
@@ -39,17 +41,17 @@ func (l *eventLog) notFound(id string) error {
 //
 // An event keeps a non-zero CreatedAt (converted to UTC); a zero one gets
 // the time of the append.
-func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
+func (db *DB) AppendEvents(ctx context.Context, sessionID string, events ...event.Event) ([]event.Event, error) {
 	return db.sessionEvents.AppendEvents(ctx, sessionID, events...)
 }
 
 // ReadEvents implements store.Events. A limit <= 0 means no limit.
-func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]store.Event, error) {
+func (db *DB) ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]event.Event, error) {
 	return db.sessionEvents.ReadEvents(ctx, sessionID, after, limit)
 }
 
 // AppendEvents implements store.Events for l's table (see DB.AppendEvents).
-func (l *eventLog) AppendEvents(ctx context.Context, id string, events ...store.Event) ([]store.Event, error) {
+func (l *eventLog) AppendEvents(ctx context.Context, id string, events ...event.Event) ([]event.Event, error) {
 	req, err := l.request(id, events)
 	if err != nil {
 		return nil, err
@@ -63,13 +65,13 @@ func (l *eventLog) AppendEvents(ctx context.Context, id string, events ...store.
 // AppendEventBatches implements store.BatchEvents: the batches are
 // committed together, in transactions of up to maxGroupEvents events, and
 // a batch that fails (an unknown session) does not fail the others.
-func (db *DB) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
+func (db *DB) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
 	return db.sessionEvents.AppendEventBatches(ctx, batches)
 }
 
 // AppendEventBatches implements store.BatchEvents for l's table.
-func (l *eventLog) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]store.Event, []error) {
-	out := make([][]store.Event, len(batches))
+func (l *eventLog) AppendEventBatches(ctx context.Context, batches []store.EventBatch) ([][]event.Event, []error) {
+	out := make([][]event.Event, len(batches))
 	errs := make([]error, len(batches))
 	reqs := make([]*appendReq, 0, len(batches))
 	for i, b := range batches {
@@ -94,8 +96,8 @@ func (l *eventLog) AppendEventBatches(ctx context.Context, batches []store.Event
 }
 
 // request checks and converts events for an append to id.
-func (l *eventLog) request(id string, events []store.Event) (*appendReq, error) {
-	out := make([]store.Event, len(events))
+func (l *eventLog) request(id string, events []event.Event) (*appendReq, error) {
+	out := make([]event.Event, len(events))
 	data := make([]any, len(events))
 	created := make([]int64, len(events))
 	t := now()
@@ -123,7 +125,7 @@ func (l *eventLog) request(id string, events []store.Event) (*appendReq, error) 
 
 // ReadEvents implements store.Events for l's table. A limit <= 0 means no
 // limit.
-func (l *eventLog) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]store.Event, error) {
+func (l *eventLog) ReadEvents(ctx context.Context, id string, after int64, limit int) ([]event.Event, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
@@ -133,7 +135,7 @@ func (l *eventLog) ReadEvents(ctx context.Context, id string, after int64, limit
 	}
 	defer rows.Close()
 	var (
-		out   []store.Event
+		out   []event.Event
 		found bool
 	)
 	for rows.Next() {
@@ -149,7 +151,7 @@ func (l *eventLog) ReadEvents(ctx context.Context, id string, after int64, limit
 		if !seq.Valid {
 			break // the parent's row with nothing after `after` joined
 		}
-		out = append(out, store.Event{
+		out = append(out, event.Event{
 			SessionID: id,
 			Seq:       seq.Int64,
 			Type:      typ.String,

@@ -8,14 +8,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
 // AddMemory implements store.Memories. An assigned ID is random
 // (crypto/rand.Text), so ids say nothing about the user or the order.
-func (db *DB) AddMemory(ctx context.Context, m store.Memory) (store.Memory, error) {
+func (db *DB) AddMemory(ctx context.Context, m record.Memory) (record.Memory, error) {
 	if m.Text == "" {
-		return store.Memory{}, errors.New("sqlite: add memory: empty text")
+		return record.Memory{}, errors.New("sqlite: add memory: empty text")
 	}
 	if m.ID == "" {
 		m.ID = rand.Text()
@@ -24,7 +25,7 @@ func (db *DB) AddMemory(ctx context.Context, m store.Memory) (store.Memory, erro
 	if len(m.Tags) > 0 {
 		b, err := json.Marshal(m.Tags)
 		if err != nil {
-			return store.Memory{}, fmt.Errorf("sqlite: add memory: %w", err)
+			return record.Memory{}, fmt.Errorf("sqlite: add memory: %w", err)
 		}
 		tags = string(b)
 	}
@@ -33,14 +34,14 @@ func (db *DB) AddMemory(ctx context.Context, m store.Memory) (store.Memory, erro
 	}
 	created, err := nanos("memory created_at", m.CreatedAt)
 	if err != nil {
-		return store.Memory{}, err
+		return record.Memory{}, err
 	}
 	res, err := db.st.addMemory.ExecContext(ctx, m.ID, m.UserID, m.Text, tags, created)
 	if err != nil {
-		return store.Memory{}, fmt.Errorf("sqlite: add memory %q: %w", m.ID, err)
+		return record.Memory{}, fmt.Errorf("sqlite: add memory %q: %w", m.ID, err)
 	}
 	if err := affected(res, existsErr("memory", m.ID)); err != nil {
-		return store.Memory{}, err
+		return record.Memory{}, err
 	}
 	m.CreatedAt = fromNanos(created)
 	if len(m.Tags) == 0 {
@@ -52,16 +53,16 @@ func (db *DB) AddMemory(ctx context.Context, m store.Memory) (store.Memory, erro
 }
 
 // ListMemories implements store.Memories.
-func (db *DB) ListMemories(ctx context.Context, userID string) ([]store.Memory, error) {
+func (db *DB) ListMemories(ctx context.Context, userID string) ([]record.Memory, error) {
 	rows, err := db.st.listMemories.QueryContext(ctx, userID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list memories of %q: %w", userID, err)
 	}
 	defer rows.Close()
-	out := []store.Memory{}
+	out := []record.Memory{}
 	for rows.Next() {
 		var (
-			m       store.Memory
+			m       record.Memory
 			tags    sql.NullString
 			created int64
 		)

@@ -9,20 +9,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
 // runSearch is what RunQuery.Q is matched against: goal, summary and error,
 // lower-cased by Go because SQLite folds ASCII only. The separator keeps a
 // query from matching across two fields.
-func runSearch(r store.Run) string {
+func runSearch(r record.Run) string {
 	return strings.ToLower(r.Goal + "\x00" + r.Summary + "\x00" + r.Error)
 }
 
 // runArgs validates r's mutable fields and returns them in the column order
 // of createRun and updateRun (goal .. search).
-func runArgs(r store.Run) ([]any, error) {
-	if !store.ValidRunStatus(r.Status) {
+func runArgs(r record.Run) ([]any, error) {
+	if !record.ValidRunStatus(r.Status) {
 		return nil, fmt.Errorf("sqlite: run %q: unknown status %q", r.ID, r.Status)
 	}
 	args := []any{r.Goal, r.Status}
@@ -40,28 +41,28 @@ func runArgs(r store.Run) ([]any, error) {
 }
 
 // CreateRun implements store.Runs.
-func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
+func (db *DB) CreateRun(ctx context.Context, r record.Run) (record.Run, error) {
 	if err := requireID("create run", r.ID); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	if r.Status == "" {
-		r.Status = store.RunPlanning
+		r.Status = record.RunPlanning
 	}
 	args, err := runArgs(r)
 	if err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	created, updated, err := createdUpdated(&r.CreatedAt, &r.UpdatedAt)
 	if err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	args = append(append([]any{r.ID}, args...), created, updated)
 	res, err := db.st.createRun.ExecContext(ctx, args...)
 	if err != nil {
-		return store.Run{}, fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
+		return record.Run{}, fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
 	}
 	if err := affected(res, existsErr("run", r.ID)); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	r.Plan, r.Config, r.Inputs = cloneRaw(r.Plan), cloneRaw(r.Config), cloneRaw(r.Inputs)
 	r.Files, r.Posture = cloneRaw(r.Files), cloneRaw(r.Posture)
@@ -70,19 +71,19 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 }
 
 // GetRun implements store.Runs.
-func (db *DB) GetRun(ctx context.Context, id string) (store.Run, error) {
+func (db *DB) GetRun(ctx context.Context, id string) (record.Run, error) {
 	r, err := scanRun(db.st.getRun.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Run{}, notFoundErr("run", id)
+		return record.Run{}, notFoundErr("run", id)
 	}
 	if err != nil {
-		return store.Run{}, fmt.Errorf("sqlite: get run %q: %w", id, err)
+		return record.Run{}, fmt.Errorf("sqlite: get run %q: %w", id, err)
 	}
 	return r, nil
 }
 
 // UpdateRun implements store.Runs.
-func (db *DB) UpdateRun(ctx context.Context, r store.Run) error {
+func (db *DB) UpdateRun(ctx context.Context, r record.Run) error {
 	args, err := runArgs(r)
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func (db *DB) UpdateRun(ctx context.Context, r store.Run) error {
 }
 
 // ListRuns implements store.Runs.
-func (db *DB) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, error) {
+func (db *DB) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultListLimit
@@ -114,19 +115,19 @@ func (db *DB) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, er
 	} else {
 		c, cerr := decodeCursor(q.Cursor)
 		if cerr != nil {
-			return store.RunPage{}, cerr
+			return record.RunPage{}, cerr
 		}
 		rows, err = db.st.listRunsAfter.QueryContext(ctx, q.Status, needle, limit+1, c.createdAt, c.id)
 	}
 	if err != nil {
-		return store.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
+		return record.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
 	}
 	defer rows.Close()
-	page := store.RunPage{Runs: make([]store.Run, 0, min(limit, 64))}
+	page := record.RunPage{Runs: make([]record.Run, 0, min(limit, 64))}
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return store.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
+			return record.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
 		}
 		if len(page.Runs) == limit {
 			last := page.Runs[limit-1]
@@ -136,7 +137,7 @@ func (db *DB) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, er
 		page.Runs = append(page.Runs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return store.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
+		return record.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
 	}
 	return page, nil
 }
@@ -182,11 +183,11 @@ func (db *DB) InterruptRuns(ctx context.Context) ([]string, error) {
 }
 
 // PutStepResult implements store.Runs.
-func (db *DB) PutStepResult(ctx context.Context, s store.StepResult) error {
+func (db *DB) PutStepResult(ctx context.Context, s record.StepResult) error {
 	if s.StepID == "" {
 		return fmt.Errorf("sqlite: run %q: step result with an empty step id", s.RunID)
 	}
-	if !store.ValidStepStatus(s.Status) {
+	if !record.ValidStepStatus(s.Status) {
 		return fmt.Errorf("sqlite: run %q step %q: unknown status %q", s.RunID, s.StepID, s.Status)
 	}
 	result, err := jsonText(fmt.Sprintf("run %q step %q result", s.RunID, s.StepID), s.Result)
@@ -209,14 +210,14 @@ func (db *DB) PutStepResult(ctx context.Context, s store.StepResult) error {
 }
 
 // StepResults implements store.Runs.
-func (db *DB) StepResults(ctx context.Context, runID string) ([]store.StepResult, error) {
+func (db *DB) StepResults(ctx context.Context, runID string) ([]record.StepResult, error) {
 	rows, err := db.st.stepResults.QueryContext(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: step results of run %q: %w", runID, err)
 	}
 	defer rows.Close()
 	var (
-		out   = []store.StepResult{}
+		out   = []record.StepResult{}
 		found bool
 	)
 	for rows.Next() {
@@ -240,7 +241,7 @@ func (db *DB) StepResults(ctx context.Context, runID string) ([]store.StepResult
 }
 
 // DeleteStepResults implements store.Runs.
-func (db *DB) DeleteStepResults(ctx context.Context, runID string, keep func(store.StepResult) bool) error {
+func (db *DB) DeleteStepResults(ctx context.Context, runID string, keep func(record.StepResult) bool) error {
 	return db.write(ctx, func(tx *sql.Tx) error {
 		var pk int64
 		err := tx.StmtContext(ctx, db.st.runPK).QueryRowContext(ctx, runID).Scan(&pk)
@@ -279,15 +280,15 @@ func (db *DB) DeleteStepResults(ctx context.Context, runID string, keep func(sto
 	})
 }
 
-func scanRun(row scanner) (store.Run, error) {
+func scanRun(row scanner) (record.Run, error) {
 	var (
-		r                                    store.Run
+		r                                    record.Run
 		plan, config, inputs, files, posture sql.NullString
 		created, updated                     int64
 	)
 	if err := row.Scan(&r.ID, &r.Goal, &r.Status, &plan, &config, &inputs, &files, &posture,
 		&r.WorkflowID, &r.ParentID, &r.BatchID, &r.Summary, &r.Error, &created, &updated, &r.LastSeq); err != nil {
-		return store.Run{}, err
+		return record.Run{}, err
 	}
 	r.Plan, r.Config, r.Inputs, r.Files, r.Posture = rawOrNil(plan), rawOrNil(config), rawOrNil(inputs), rawOrNil(files), rawOrNil(posture)
 	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
@@ -296,19 +297,19 @@ func scanRun(row scanner) (store.Run, error) {
 
 // scanStep reads a step row; ok is false for the all-NULL row of a LEFT
 // JOIN that found no step.
-func scanStep(row scanner, runID string) (s store.StepResult, ok bool, err error) {
+func scanStep(row scanner, runID string) (s record.StepResult, ok bool, err error) {
 	var (
 		stepID, status, errText sql.NullString
 		idx, started, finished  sql.NullInt64
 		result                  sql.NullString
 	)
 	if err := row.Scan(&stepID, &idx, &status, &result, &errText, &started, &finished); err != nil {
-		return store.StepResult{}, false, err
+		return record.StepResult{}, false, err
 	}
 	if !stepID.Valid {
-		return store.StepResult{}, false, nil
+		return record.StepResult{}, false, nil
 	}
-	return store.StepResult{
+	return record.StepResult{
 		RunID:      runID,
 		StepID:     stepID.String,
 		Index:      int(idx.Int64),

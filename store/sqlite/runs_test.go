@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // TestMigrateFromV1: a database written by a weft with only the first
@@ -45,10 +46,10 @@ func TestMigrateFromV1(t *testing.T) {
 	if err != nil || s.Title != "from v1" {
 		t.Fatalf("session from v1 = %+v, %v", s, err)
 	}
-	if _, err := db.CreateRun(ctx, store.Run{ID: "r"}); err != nil {
+	if _, err := db.CreateRun(ctx, record.Run{ID: "r"}); err != nil {
 		t.Fatalf("CreateRun after migrating: %v", err)
 	}
-	if err := db.AppendAudit(ctx, store.AuditEntry{SessionID: "kept", Outcome: store.AuditAllowed}); err != nil {
+	if err := db.AppendAudit(ctx, record.AuditEntry{SessionID: "kept", Outcome: record.AuditAllowed}); err != nil {
 		t.Fatalf("AppendAudit after migrating: %v", err)
 	}
 	var v int
@@ -61,7 +62,7 @@ func TestListRunsInvalidCursorIsTyped(t *testing.T) {
 	t.Parallel()
 	db := openTest(t, ":memory:")
 	defer db.Close()
-	_, err := db.ListRuns(t.Context(), store.RunQuery{Cursor: "garbage"})
+	_, err := db.ListRuns(t.Context(), record.RunQuery{Cursor: "garbage"})
 	if !errors.Is(err, ErrInvalidCursor) {
 		t.Errorf("ListRuns(garbage cursor) = %v, want ErrInvalidCursor", err)
 	}
@@ -74,13 +75,13 @@ func TestRunDeleteCascadesInSQL(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, ":memory:")
 	defer db.Close()
-	if _, err := db.CreateRun(ctx, store.Run{ID: "r"}); err != nil {
+	if _, err := db.CreateRun(ctx, record.Run{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutStepResult(ctx, store.StepResult{RunID: "r", StepID: "a", Status: store.StepRunning}); err != nil {
+	if err := db.PutStepResult(ctx, record.StepResult{RunID: "r", StepID: "a", Status: record.StepRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RunEvents().AppendEvents(ctx, "r", store.Event{Type: "x"}); err != nil {
+	if _, err := db.RunEvents().AppendEvents(ctx, "r", event.Event{Type: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.DeleteRun(ctx, "r"); err != nil {

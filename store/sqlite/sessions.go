@@ -9,7 +9,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 const (
@@ -49,13 +49,13 @@ func jsonText(what string, raw json.RawMessage) (any, error) {
 }
 
 func notFound(id string) error {
-	return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	return fmt.Errorf("session %q: %w", id, record.ErrNotFound)
 }
 
 // CreateSession implements store.Sessions.
-func (db *DB) CreateSession(ctx context.Context, s store.Session) (store.Session, error) {
+func (db *DB) CreateSession(ctx context.Context, s record.Session) (record.Session, error) {
 	if s.ID == "" {
-		return store.Session{}, errors.New("sqlite: create session: empty id")
+		return record.Session{}, errors.New("sqlite: create session: empty id")
 	}
 	t := now()
 	if s.CreatedAt.IsZero() {
@@ -66,24 +66,24 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) (store.Session
 	}
 	created, err := nanos("created_at", s.CreatedAt)
 	if err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	updated, err := nanos("updated_at", s.UpdatedAt)
 	if err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	meta, err := jsonText("session metadata", s.Metadata)
 	if err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	res, err := db.st.createSession.ExecContext(ctx, s.ID, created, updated, s.Title, meta)
 	if err != nil {
-		return store.Session{}, fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+		return record.Session{}, fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return store.Session{}, fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
+		return record.Session{}, fmt.Errorf("sqlite: create session %q: %w", s.ID, err)
 	} else if n == 0 {
-		return store.Session{}, fmt.Errorf("session %q: %w", s.ID, store.ErrExists)
+		return record.Session{}, fmt.Errorf("session %q: %w", s.ID, record.ErrExists)
 	}
 	s.CreatedAt = fromNanos(created)
 	s.UpdatedAt = fromNanos(updated)
@@ -93,19 +93,19 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) (store.Session
 }
 
 // GetSession implements store.Sessions.
-func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
+func (db *DB) GetSession(ctx context.Context, id string) (record.Session, error) {
 	s, err := scanSession(db.st.getSession.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Session{}, notFound(id)
+		return record.Session{}, notFound(id)
 	}
 	if err != nil {
-		return store.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, err)
+		return record.Session{}, fmt.Errorf("sqlite: get session %q: %w", id, err)
 	}
 	return s, nil
 }
 
 // ListSessions implements store.Sessions.
-func (db *DB) ListSessions(ctx context.Context, opt store.ListOptions) (store.SessionPage, error) {
+func (db *DB) ListSessions(ctx context.Context, opt record.ListOptions) (record.SessionPage, error) {
 	limit := opt.Limit
 	if limit <= 0 {
 		limit = defaultListLimit
@@ -123,19 +123,19 @@ func (db *DB) ListSessions(ctx context.Context, opt store.ListOptions) (store.Se
 	} else {
 		c, cerr := decodeCursor(opt.Cursor)
 		if cerr != nil {
-			return store.SessionPage{}, cerr
+			return record.SessionPage{}, cerr
 		}
 		rows, err = db.st.listAfter.QueryContext(ctx, c.createdAt, c.id, limit+1)
 	}
 	if err != nil {
-		return store.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
+		return record.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
 	defer rows.Close()
-	page := store.SessionPage{Sessions: make([]store.Session, 0, min(limit, 64))}
+	page := record.SessionPage{Sessions: make([]record.Session, 0, min(limit, 64))}
 	for rows.Next() {
 		s, err := scanSession(rows)
 		if err != nil {
-			return store.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
+			return record.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
 		}
 		if len(page.Sessions) == limit {
 			last := page.Sessions[limit-1]
@@ -145,7 +145,7 @@ func (db *DB) ListSessions(ctx context.Context, opt store.ListOptions) (store.Se
 		page.Sessions = append(page.Sessions, s)
 	}
 	if err := rows.Err(); err != nil {
-		return store.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
+		return record.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
 	return page, nil
 }
@@ -166,7 +166,7 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 }
 
 // UpdateSession implements store.Sessions.
-func (db *DB) UpdateSession(ctx context.Context, s store.Session) error {
+func (db *DB) UpdateSession(ctx context.Context, s record.Session) error {
 	meta, err := jsonText("session metadata", s.Metadata)
 	if err != nil {
 		return err
@@ -191,14 +191,14 @@ func requireRow(res sql.Result, id string) error {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanSession(row scanner) (store.Session, error) {
+func scanSession(row scanner) (record.Session, error) {
 	var (
-		s                store.Session
+		s                record.Session
 		created, updated int64
 		meta             sql.NullString
 	)
 	if err := row.Scan(&s.ID, &created, &updated, &s.Title, &meta, &s.MessageCount, &s.LastSeq); err != nil {
-		return store.Session{}, err
+		return record.Session{}, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
 	if meta.Valid {

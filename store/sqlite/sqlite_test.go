@@ -23,7 +23,9 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/storetest"
 )
@@ -72,10 +74,10 @@ func TestMemoryDatabasesArePrivate(t *testing.T) {
 	a, b := openTest(t, ":memory:"), openTest(t, ":memory:")
 	defer a.Close()
 	defer b.Close()
-	if _, err := a.CreateSession(ctx, store.Session{ID: "x"}); err != nil {
+	if _, err := a.CreateSession(ctx, record.Session{ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetSession(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.GetSession(ctx, "x"); !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("second in-memory store sees the first's session (err %v)", err)
 	}
 	// Concurrent readers must all see the one database.
@@ -96,7 +98,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.db")
 
 	db := openTest(t, path)
-	created, err := db.CreateSession(ctx, store.Session{ID: "s", Title: "durable", Metadata: json.RawMessage(`{"model":"m"}`)})
+	created, err := db.CreateSession(ctx, record.Session{ID: "s", Title: "durable", Metadata: json.RawMessage(`{"model":"m"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err := db.AppendMessages(ctx, "s", conv...); err != nil {
 		t.Fatal(err)
 	}
-	first, err := db.AppendEvents(ctx, "s", store.Event{Type: "a", Data: json.RawMessage(`1`)}, store.Event{Type: "b", Data: json.RawMessage(`2`)})
+	first, err := db.AppendEvents(ctx, "s", event.Event{Type: "a", Data: json.RawMessage(`1`)}, event.Event{Type: "b", Data: json.RawMessage(`2`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if len(events) != 2 || events[1].Seq != 2 || !events[1].CreatedAt.Equal(first[1].CreatedAt) || string(events[1].Data) != "2" {
 		t.Errorf("reopened events = %+v", events)
 	}
-	next, err := db.AppendEvents(ctx, "s", store.Event{Type: "c"})
+	next, err := db.AppendEvents(ctx, "s", event.Event{Type: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +200,7 @@ func crashChild(path string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if _, err := db.CreateSession(ctx, store.Session{ID: "crash"}); err != nil {
+	if _, err := db.CreateSession(ctx, record.Session{ID: "crash"}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -207,7 +209,7 @@ func crashChild(path string) {
 		os.Exit(1)
 	}
 	for i := range 100 {
-		if _, err := db.AppendEvents(ctx, "crash", store.Event{Type: "e", Data: json.RawMessage(fmt.Sprint(i))}); err != nil {
+		if _, err := db.AppendEvents(ctx, "crash", event.Event{Type: "e", Data: json.RawMessage(fmt.Sprint(i))}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -293,7 +295,7 @@ func TestTimeRange(t *testing.T) {
 		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
 	} {
-		if _, err := db.CreateSession(ctx, store.Session{ID: "s", CreatedAt: tm}); err == nil || !strings.Contains(err.Error(), "storable range") {
+		if _, err := db.CreateSession(ctx, record.Session{ID: "s", CreatedAt: tm}); err == nil || !strings.Contains(err.Error(), "storable range") {
 			t.Errorf("CreateSession at %v: %v", tm, err)
 		}
 	}
@@ -301,15 +303,15 @@ func TestTimeRange(t *testing.T) {
 		time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC),
 	} {
-		s, err := db.CreateSession(ctx, store.Session{ID: tm.String(), CreatedAt: tm})
+		s, err := db.CreateSession(ctx, record.Session{ID: tm.String(), CreatedAt: tm})
 		if err != nil || !s.CreatedAt.Equal(tm) {
 			t.Errorf("CreateSession at %v: %v, %v", tm, s.CreatedAt, err)
 		}
 	}
-	if _, err := db.CreateSession(ctx, store.Session{ID: "e"}); err != nil {
+	if _, err := db.CreateSession(ctx, record.Session{ID: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AppendEvents(ctx, "e", store.Event{Type: "x", CreatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
+	if _, err := db.AppendEvents(ctx, "e", event.Event{Type: "x", CreatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
 		t.Error("AppendEvents with a year-9999 time succeeded")
 	}
 }
@@ -429,7 +431,7 @@ func TestForeignWriterOnOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := a.CreateSession(ctx, store.Session{ID: "shared"}); err != nil {
+	if _, err := a.CreateSession(ctx, record.Session{ID: "shared"}); err != nil {
 		t.Fatal(err)
 	}
 	const workers, calls = 4, 25
@@ -441,7 +443,7 @@ func TestForeignWriterOnOneFile(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for range calls {
-				got, err := a.AppendEvents(ctx, "shared", store.Event{Type: "e"})
+				got, err := a.AppendEvents(ctx, "shared", event.Event{Type: "e"})
 				if err != nil {
 					t.Errorf("AppendEvents: %v", err)
 					return
@@ -553,7 +555,7 @@ func TestInvalidCursorIsTyped(t *testing.T) {
 	t.Parallel()
 	db := openTest(t, ":memory:")
 	defer db.Close()
-	_, err := db.ListSessions(t.Context(), store.ListOptions{Cursor: "garbage"})
+	_, err := db.ListSessions(t.Context(), record.ListOptions{Cursor: "garbage"})
 	if !errors.Is(err, ErrInvalidCursor) {
 		t.Errorf("ListSessions(garbage cursor) = %v, want ErrInvalidCursor", err)
 	}
@@ -625,12 +627,12 @@ func BenchmarkAppendEvents(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			if _, err := db.CreateSession(ctx, store.Session{ID: "bench"}); err != nil {
+			if _, err := db.CreateSession(ctx, record.Session{ID: "bench"}); err != nil {
 				b.Fatal(err)
 			}
-			batch := make([]store.Event, bc.batch)
+			batch := make([]event.Event, bc.batch)
 			for i := range batch {
-				batch[i] = store.Event{Type: "text_delta", Data: payload}
+				batch[i] = event.Event{Type: "text_delta", Data: payload}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -641,7 +643,7 @@ func BenchmarkAppendEvents(b *testing.B) {
 				b.SetParallelism(8)
 				b.RunParallel(func(pb *testing.PB) {
 					id := fmt.Sprint("bench-", sessions.Add(1))
-					if _, err := db.CreateSession(ctx, store.Session{ID: id}); err != nil {
+					if _, err := db.CreateSession(ctx, record.Session{ID: id}); err != nil {
 						b.Error(err)
 						return
 					}

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 )
 
 // framing records the turn framing of r's events (store.Turns) on the
@@ -17,9 +18,9 @@ func (l *eventLog) framing(ctx context.Context, tx *sql.Tx, pk int64, r *appendR
 	var accepted, answered, running sql.NullInt64
 	for _, e := range r.events {
 		switch e.Type {
-		case store.EventUserMessage:
+		case event.UserMessage:
 			accepted = sql.NullInt64{Int64: e.Seq, Valid: true}
-		case store.EventMessageConsumed, store.EventMessageDropped:
+		case event.MessageConsumed, event.MessageDropped:
 			var d struct {
 				MessageSeq int64 `json:"message_seq"`
 			}
@@ -27,10 +28,10 @@ func (l *eventLog) framing(ctx context.Context, tx *sql.Tx, pk int64, r *appendR
 				continue // not framing anything this store can use
 			}
 			answered = sql.NullInt64{Int64: d.MessageSeq, Valid: true}
-			if e.Type == store.EventMessageConsumed {
+			if e.Type == event.MessageConsumed {
 				running = sql.NullInt64{Int64: d.MessageSeq, Valid: true}
 			}
-		case store.EventDone:
+		case event.Done:
 			running = sql.NullInt64{Int64: 0, Valid: true}
 		}
 	}
@@ -44,15 +45,15 @@ func (l *eventLog) framing(ctx context.Context, tx *sql.Tx, pk int64, r *appendR
 }
 
 // ListOpenTurns implements store.Turns.
-func (db *DB) ListOpenTurns(ctx context.Context) ([]store.OpenTurns, error) {
+func (db *DB) ListOpenTurns(ctx context.Context) ([]record.OpenTurns, error) {
 	rows, err := db.st.openTurns.QueryContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list open turns: %w", err)
 	}
 	defer rows.Close()
-	out := []store.OpenTurns{}
+	out := []record.OpenTurns{}
 	for rows.Next() {
-		var t store.OpenTurns
+		var t record.OpenTurns
 		if err := rows.Scan(&t.SessionID, &t.Accepted, &t.Answered, &t.Running); err != nil {
 			return nil, fmt.Errorf("sqlite: list open turns: %w", err)
 		}

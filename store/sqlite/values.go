@@ -7,18 +7,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // notFoundErr is the error for an unknown id of the given kind ("run",
 // "workflow", ...).
 func notFoundErr(kind, id string) error {
-	return fmt.Errorf("%s %q: %w", kind, id, store.ErrNotFound)
+	return fmt.Errorf("%s %q: %w", kind, id, record.ErrNotFound)
 }
 
 // existsErr is the error for a taken id of the given kind.
 func existsErr(kind, id string) error {
-	return fmt.Errorf("%s %q: %w", kind, id, store.ErrExists)
+	return fmt.Errorf("%s %q: %w", kind, id, record.ErrExists)
 }
 
 // affected turns a write's result into ErrNotFound (op changed no row) or

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
 // workflowArgs validates w's JSON fields and returns name .. published in
 // column order.
-func workflowArgs(w store.Workflow) ([]any, error) {
+func workflowArgs(w record.Workflow) ([]any, error) {
 	if w.Name == "" {
 		return nil, fmt.Errorf("sqlite: workflow %q: empty name", w.ID)
 	}
@@ -33,25 +34,25 @@ func workflowArgs(w store.Workflow) ([]any, error) {
 }
 
 // CreateWorkflow implements store.Workflows.
-func (db *DB) CreateWorkflow(ctx context.Context, w store.Workflow) (store.Workflow, error) {
+func (db *DB) CreateWorkflow(ctx context.Context, w record.Workflow) (record.Workflow, error) {
 	if err := requireID("create workflow", w.ID); err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	args, err := workflowArgs(w)
 	if err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	created, updated, err := createdUpdated(&w.CreatedAt, &w.UpdatedAt)
 	if err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	args = append(append([]any{w.ID}, args...), created, updated)
 	res, err := db.st.createWorkflow.ExecContext(ctx, args...)
 	if err != nil {
-		return store.Workflow{}, fmt.Errorf("sqlite: create workflow %q: %w", w.ID, err)
+		return record.Workflow{}, fmt.Errorf("sqlite: create workflow %q: %w", w.ID, err)
 	}
 	if err := affected(res, existsErr("workflow", w.ID)); err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	w.InputSchema, w.Plan, w.Canvas = cloneRaw(w.InputSchema), cloneRaw(w.Plan), cloneRaw(w.Canvas)
 	w.Revision = 1
@@ -59,13 +60,13 @@ func (db *DB) CreateWorkflow(ctx context.Context, w store.Workflow) (store.Workf
 }
 
 // GetWorkflow implements store.Workflows.
-func (db *DB) GetWorkflow(ctx context.Context, id string) (store.Workflow, error) {
+func (db *DB) GetWorkflow(ctx context.Context, id string) (record.Workflow, error) {
 	w, err := scanWorkflow(db.st.getWorkflow.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Workflow{}, notFoundErr("workflow", id)
+		return record.Workflow{}, notFoundErr("workflow", id)
 	}
 	if err != nil {
-		return store.Workflow{}, fmt.Errorf("sqlite: get workflow %q: %w", id, err)
+		return record.Workflow{}, fmt.Errorf("sqlite: get workflow %q: %w", id, err)
 	}
 	return w, nil
 }
@@ -74,10 +75,10 @@ func (db *DB) GetWorkflow(ctx context.Context, id string) (store.Workflow, error
 // update are one statement; only when it changes nothing does a second
 // look (in the same transaction) tell a missing workflow from a stale
 // revision.
-func (db *DB) UpdateWorkflow(ctx context.Context, w store.Workflow, expectRevision int) (store.Workflow, error) {
+func (db *DB) UpdateWorkflow(ctx context.Context, w record.Workflow, expectRevision int) (record.Workflow, error) {
 	args, err := workflowArgs(w)
 	if err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	args = append(args, time.Now().UnixNano(), w.ID, max(expectRevision, 0))
 	err = db.write(ctx, func(tx *sql.Tx) error {
@@ -98,10 +99,10 @@ func (db *DB) UpdateWorkflow(ctx context.Context, w store.Workflow, expectRevisi
 		case err != nil:
 			return fmt.Errorf("sqlite: update workflow %q: %w", w.ID, err)
 		}
-		return fmt.Errorf("workflow %q is at revision %d, not %d: %w", w.ID, current, expectRevision, store.ErrConflict)
+		return fmt.Errorf("workflow %q is at revision %d, not %d: %w", w.ID, current, expectRevision, record.ErrConflict)
 	})
 	if err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	w.InputSchema, w.Plan, w.Canvas = cloneRaw(w.InputSchema), cloneRaw(w.Plan), cloneRaw(w.Canvas)
 	return w, nil
@@ -117,7 +118,7 @@ func (db *DB) DeleteWorkflow(ctx context.Context, id string) error {
 }
 
 // ListWorkflows implements store.Workflows.
-func (db *DB) ListWorkflows(ctx context.Context, publishedOnly bool) ([]store.Workflow, error) {
+func (db *DB) ListWorkflows(ctx context.Context, publishedOnly bool) ([]record.Workflow, error) {
 	st := db.st.listWorkflows
 	if publishedOnly {
 		st = db.st.listPublishedWorkflows
@@ -127,7 +128,7 @@ func (db *DB) ListWorkflows(ctx context.Context, publishedOnly bool) ([]store.Wo
 		return nil, fmt.Errorf("sqlite: list workflows: %w", err)
 	}
 	defer rows.Close()
-	out := []store.Workflow{}
+	out := []record.Workflow{}
 	for rows.Next() {
 		w, err := scanWorkflow(rows)
 		if err != nil {
@@ -141,15 +142,15 @@ func (db *DB) ListWorkflows(ctx context.Context, publishedOnly bool) ([]store.Wo
 	return out, nil
 }
 
-func scanWorkflow(row scanner) (store.Workflow, error) {
+func scanWorkflow(row scanner) (record.Workflow, error) {
 	var (
-		w                    store.Workflow
+		w                    record.Workflow
 		schema, plan, canvas sql.NullString
 		published            int
 		created, updated     int64
 	)
 	if err := row.Scan(&w.ID, &w.Name, &w.Description, &schema, &plan, &canvas, &published, &w.Revision, &created, &updated); err != nil {
-		return store.Workflow{}, err
+		return record.Workflow{}, err
 	}
 	w.InputSchema, w.Plan, w.Canvas = rawOrNil(schema), rawOrNil(plan), rawOrNil(canvas)
 	w.Published = published != 0
@@ -159,7 +160,7 @@ func scanWorkflow(row scanner) (store.Workflow, error) {
 
 // scheduleArgs validates s and returns workflow_id .. last_error_at in the
 // column order of updateSchedule.
-func scheduleArgs(s store.Schedule) ([]any, error) {
+func scheduleArgs(s record.Schedule) ([]any, error) {
 	if s.WorkflowID == "" {
 		return nil, fmt.Errorf("sqlite: schedule %q: empty workflow id", s.ID)
 	}
@@ -189,20 +190,20 @@ func scheduleArgs(s store.Schedule) ([]any, error) {
 }
 
 // CreateSchedule implements store.Schedules.
-func (db *DB) CreateSchedule(ctx context.Context, s store.Schedule) (store.Schedule, error) {
+func (db *DB) CreateSchedule(ctx context.Context, s record.Schedule) (record.Schedule, error) {
 	if err := requireID("create schedule", s.ID); err != nil {
-		return store.Schedule{}, err
+		return record.Schedule{}, err
 	}
 	a, err := scheduleArgs(s)
 	if err != nil {
-		return store.Schedule{}, err
+		return record.Schedule{}, err
 	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = now()
 	}
 	created, err := nanos("schedule created_at", s.CreatedAt)
 	if err != nil {
-		return store.Schedule{}, err
+		return record.Schedule{}, err
 	}
 	// Column order: id, workflow_id .. active, next_run_at, expires_at,
 	// created_at, last_run_at, run_count, last_task_id, last_error,
@@ -212,10 +213,10 @@ func (db *DB) CreateSchedule(ctx context.Context, s store.Schedule) (store.Sched
 	args = append(args, a[7:]...)
 	res, err := db.st.createSchedule.ExecContext(ctx, args...)
 	if err != nil {
-		return store.Schedule{}, fmt.Errorf("sqlite: create schedule %q: %w", s.ID, err)
+		return record.Schedule{}, fmt.Errorf("sqlite: create schedule %q: %w", s.ID, err)
 	}
 	if err := affected(res, existsErr("schedule", s.ID)); err != nil {
-		return store.Schedule{}, err
+		return record.Schedule{}, err
 	}
 	s.Inputs = cloneRaw(s.Inputs)
 	s.CreatedAt = fromNanos(created)
@@ -233,19 +234,19 @@ func utcOrZero(t time.Time) time.Time {
 }
 
 // GetSchedule implements store.Schedules.
-func (db *DB) GetSchedule(ctx context.Context, id string) (store.Schedule, error) {
+func (db *DB) GetSchedule(ctx context.Context, id string) (record.Schedule, error) {
 	s, err := scanSchedule(db.st.getSchedule.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Schedule{}, notFoundErr("schedule", id)
+		return record.Schedule{}, notFoundErr("schedule", id)
 	}
 	if err != nil {
-		return store.Schedule{}, fmt.Errorf("sqlite: get schedule %q: %w", id, err)
+		return record.Schedule{}, fmt.Errorf("sqlite: get schedule %q: %w", id, err)
 	}
 	return s, nil
 }
 
 // UpdateSchedule implements store.Schedules.
-func (db *DB) UpdateSchedule(ctx context.Context, s store.Schedule) error {
+func (db *DB) UpdateSchedule(ctx context.Context, s record.Schedule) error {
 	args, err := scheduleArgs(s)
 	if err != nil {
 		return err
@@ -268,7 +269,7 @@ func (db *DB) DeleteSchedule(ctx context.Context, id string) error {
 
 // ListSchedules implements store.Schedules. A zero NextRunAt (NULL) sorts
 // first.
-func (db *DB) ListSchedules(ctx context.Context, activeOnly bool) ([]store.Schedule, error) {
+func (db *DB) ListSchedules(ctx context.Context, activeOnly bool) ([]record.Schedule, error) {
 	st := db.st.listSchedules
 	if activeOnly {
 		st = db.st.listActiveSchedules
@@ -278,7 +279,7 @@ func (db *DB) ListSchedules(ctx context.Context, activeOnly bool) ([]store.Sched
 		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
 	}
 	defer rows.Close()
-	out := []store.Schedule{}
+	out := []record.Schedule{}
 	for rows.Next() {
 		s, err := scanSchedule(rows)
 		if err != nil {
@@ -292,9 +293,9 @@ func (db *DB) ListSchedules(ctx context.Context, activeOnly bool) ([]store.Sched
 	return out, nil
 }
 
-func scanSchedule(row scanner) (store.Schedule, error) {
+func scanSchedule(row scanner) (record.Schedule, error) {
 	var (
-		s                      store.Schedule
+		s                      record.Schedule
 		inputs                 sql.NullString
 		recurring, active      int
 		next, expires, lastRun sql.NullInt64
@@ -303,7 +304,7 @@ func scanSchedule(row scanner) (store.Schedule, error) {
 	)
 	if err := row.Scan(&s.ID, &s.WorkflowID, &inputs, &s.IntervalSeconds, &recurring, &active,
 		&next, &expires, &created, &lastRun, &s.RunCount, &s.LastTaskID, &s.LastError, &errAt); err != nil {
-		return store.Schedule{}, err
+		return record.Schedule{}, err
 	}
 	s.Inputs = rawOrNil(inputs)
 	s.Recurring, s.Active = recurring != 0, active != 0

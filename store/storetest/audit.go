@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
-func mustListAudit(t *testing.T, s store.Store, q store.AuditQuery) []store.AuditEntry {
+func mustListAudit(t *testing.T, s store.Store, q record.AuditQuery) []record.AuditEntry {
 	t.Helper()
 	got, err := s.ListAudit(t.Context(), q)
 	if err != nil {
@@ -22,7 +23,7 @@ func mustListAudit(t *testing.T, s store.Store, q store.AuditQuery) []store.Audi
 	return got
 }
 
-func auditIDs(es []store.AuditEntry) []int64 {
+func auditIDs(es []record.AuditEntry) []int64 {
 	out := make([]int64, len(es))
 	for i, e := range es {
 		out[i] = e.ID
@@ -30,7 +31,7 @@ func auditIDs(es []store.AuditEntry) []int64 {
 	return out
 }
 
-func auditReasons(es []store.AuditEntry) []string {
+func auditReasons(es []record.AuditEntry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.Reason
@@ -40,7 +41,7 @@ func auditReasons(es []store.AuditEntry) []string {
 
 func testAudit(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	if got := mustListAudit(t, s, store.AuditQuery{}); len(got) != 0 {
+	if got := mustListAudit(t, s, record.AuditQuery{}); len(got) != 0 {
 		t.Errorf("empty store lists %+v", got)
 	}
 	if err := s.AppendAudit(ctx); err != nil {
@@ -48,17 +49,17 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 	at := time.Date(2025, 7, 1, 10, 0, 0, 999, time.FixedZone("W", -3600))
 	before := time.Now().Add(-time.Second)
-	in := []store.AuditEntry{
+	in := []record.AuditEntry{
 		{ID: 500, SessionID: "s1", TurnNumber: 3, Timestamp: at, ToolName: "Bash", Operation: "execute",
-			Resource: "rm -rf /", ActorID: "alice", Outcome: store.AuditBlocked, Reason: "deny rule Bash(rm:*) in /p/.weft/settings.json:4",
+			Resource: "rm -rf /", ActorID: "alice", Outcome: record.AuditBlocked, Reason: "deny rule Bash(rm:*) in /p/.weft/settings.json:4",
 			Extra: map[string]string{"mode": "default", "rule": "Bash(rm:*)"}},
-		{SessionID: "s1", TurnNumber: 3, ToolName: "Write", Operation: "write", Resource: "/w/a.go", Outcome: store.AuditAllowed},
-		{SessionID: "s2", ToolName: "Edit", Operation: "edit", Outcome: store.AuditBlocked, Reason: "secret_detected:count=2", Extra: map[string]string{}},
+		{SessionID: "s1", TurnNumber: 3, ToolName: "Write", Operation: "write", Resource: "/w/a.go", Outcome: record.AuditAllowed},
+		{SessionID: "s2", ToolName: "Edit", Operation: "edit", Outcome: record.AuditBlocked, Reason: "secret_detected:count=2", Extra: map[string]string{}},
 	}
 	if err := s.AppendAudit(ctx, in...); err != nil {
 		t.Fatalf("AppendAudit: %v", err)
 	}
-	got := mustListAudit(t, s, store.AuditQuery{})
+	got := mustListAudit(t, s, record.AuditQuery{})
 	if len(got) != len(in) {
 		t.Fatalf("listed %d entries, want %d", len(got), len(in))
 	}
@@ -85,11 +86,11 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 
 	// The audit trail outlives the session it is about.
-	mustCreate(t, s, store.Session{ID: "s1"})
+	mustCreate(t, s, record.Session{ID: "s1"})
 	if err := s.DeleteSession(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustListAudit(t, s, store.AuditQuery{SessionID: "s1"}); len(got) != 2 {
+	if got := mustListAudit(t, s, record.AuditQuery{SessionID: "s1"}); len(got) != 2 {
 		t.Errorf("after deleting the session, %d of its 2 entries remain", len(got))
 	}
 }
@@ -101,28 +102,28 @@ func testAuditQueries(t *testing.T, s store.Store) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// Minutes from base, deliberately out of order.
 	minutes := []int{5, 1, 9, 3, 7, 2, 8, 0, 6, 4, 10, 1}
-	var in []store.AuditEntry
+	var in []record.AuditEntry
 	for i, m := range minutes {
-		in = append(in, store.AuditEntry{
+		in = append(in, record.AuditEntry{
 			SessionID: []string{"a", "b", "c"}[i%3],
 			Timestamp: base.Add(time.Duration(m) * time.Minute),
-			ToolName:  "T", Operation: "read", Outcome: store.AuditAllowed,
+			ToolName:  "T", Operation: "read", Outcome: record.AuditAllowed,
 			Reason: fmt.Sprint("e", i),
 		})
 	}
 	// Several calls: ids keep increasing across them.
-	for _, part := range [][]store.AuditEntry{in[:1], in[1:5], in[5:]} {
+	for _, part := range [][]record.AuditEntry{in[:1], in[1:5], in[5:]} {
 		if err := s.AppendAudit(ctx, part...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all := mustListAudit(t, s, store.AuditQuery{})
+	all := mustListAudit(t, s, record.AuditQuery{})
 	if got := auditReasons(all); len(got) != len(in) || got[0] != "e0" || got[len(got)-1] != fmt.Sprint("e", len(in)-1) {
 		t.Fatalf("entries not in append order: %v", got)
 	}
 	ids := auditIDs(all)
 
-	model := func(q store.AuditQuery) []string {
+	model := func(q record.AuditQuery) []string {
 		limit := q.Limit
 		if limit <= 0 {
 			limit = 100
@@ -143,12 +144,12 @@ func testAuditQueries(t *testing.T, s store.Store) {
 		}
 		return out
 	}
-	var queries []store.AuditQuery
+	var queries []record.AuditQuery
 	for _, sess := range []string{"", "a", "none"} {
 		for _, since := range []int{-1, 0, 7, 11} {
 			for _, after := range []int64{0, ids[2], ids[len(ids)-1]} {
 				for _, limit := range []int{0, 2} {
-					q := store.AuditQuery{SessionID: sess, AfterID: after, Limit: limit}
+					q := record.AuditQuery{SessionID: sess, AfterID: after, Limit: limit}
 					if since >= 0 {
 						q.Since = base.Add(time.Duration(since) * time.Minute)
 					}
@@ -159,9 +160,9 @@ func testAuditQueries(t *testing.T, s store.Store) {
 	}
 	// Times outside any stored range.
 	queries = append(queries,
-		store.AuditQuery{Since: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)},
-		store.AuditQuery{Since: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)},
-		store.AuditQuery{SessionID: "a", Since: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)},
+		record.AuditQuery{Since: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)},
+		record.AuditQuery{Since: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)},
+		record.AuditQuery{SessionID: "a", Since: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)},
 	)
 	for _, q := range queries {
 		if got, want := auditReasons(mustListAudit(t, s, q)), model(q); !slices.Equal(got, want) {
@@ -171,7 +172,7 @@ func testAuditQueries(t *testing.T, s store.Store) {
 
 	// Paging by AfterID reads a filtered trail exactly once.
 	var paged []string
-	q := store.AuditQuery{Since: base.Add(2 * time.Minute), Limit: 2}
+	q := record.AuditQuery{Since: base.Add(2 * time.Minute), Limit: 2}
 	for {
 		page := mustListAudit(t, s, q)
 		if len(page) == 0 {
@@ -180,22 +181,22 @@ func testAuditQueries(t *testing.T, s store.Store) {
 		paged = append(paged, auditReasons(page)...)
 		q.AfterID = page[len(page)-1].ID
 	}
-	if want := model(store.AuditQuery{Since: base.Add(2 * time.Minute)}); !slices.Equal(paged, want) {
+	if want := model(record.AuditQuery{Since: base.Add(2 * time.Minute)}); !slices.Equal(paged, want) {
 		t.Errorf("paged %v, want %v", paged, want)
 	}
 }
 
 func testAuditLimits(t *testing.T, s store.Store) {
 	const n = 1001
-	entries := make([]store.AuditEntry, n)
+	entries := make([]record.AuditEntry, n)
 	for i := range entries {
-		entries[i] = store.AuditEntry{SessionID: "s", ToolName: "T", Operation: "read", Outcome: store.AuditAllowed, Reason: fmt.Sprint(i)}
+		entries[i] = record.AuditEntry{SessionID: "s", ToolName: "T", Operation: "read", Outcome: record.AuditAllowed, Reason: fmt.Sprint(i)}
 	}
 	if err := s.AppendAudit(t.Context(), entries...); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ limit, want int }{{0, 100}, {-5, 100}, {1, 1}, {1001, 1000}} {
-		got := mustListAudit(t, s, store.AuditQuery{Limit: tc.limit})
+		got := mustListAudit(t, s, record.AuditQuery{Limit: tc.limit})
 		if len(got) != tc.want {
 			t.Errorf("ListAudit(limit %d) = %d entries, want %d", tc.limit, len(got), tc.want)
 		}
@@ -211,7 +212,7 @@ func testAuditConcurrent(t *testing.T, s store.Store) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				e := store.AuditEntry{SessionID: fmt.Sprint("s", w), ToolName: "T", Operation: "read", Outcome: store.AuditAllowed, Reason: fmt.Sprint(i)}
+				e := record.AuditEntry{SessionID: fmt.Sprint("s", w), ToolName: "T", Operation: "read", Outcome: record.AuditAllowed, Reason: fmt.Sprint(i)}
 				if err := s.AppendAudit(t.Context(), e); err != nil {
 					t.Errorf("AppendAudit: %v", err)
 					return
@@ -220,13 +221,13 @@ func testAuditConcurrent(t *testing.T, s store.Store) {
 		})
 	}
 	wg.Wait()
-	all := mustListAudit(t, s, store.AuditQuery{Limit: 1000})
+	all := mustListAudit(t, s, record.AuditQuery{Limit: 1000})
 	if len(all) != writers*each {
 		t.Fatalf("%d entries, want %d", len(all), writers*each)
 	}
 	// Each writer's entries keep their order.
 	for w := range writers {
-		got := auditReasons(mustListAudit(t, s, store.AuditQuery{SessionID: fmt.Sprint("s", w)}))
+		got := auditReasons(mustListAudit(t, s, record.AuditQuery{SessionID: fmt.Sprint("s", w)}))
 		for i, r := range got {
 			if r != fmt.Sprint(i) {
 				t.Fatalf("writer %d's entries out of order: %v", w, got)

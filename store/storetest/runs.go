@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -26,7 +28,7 @@ func same[T any](t *testing.T, what string, got, want T) {
 	}
 }
 
-func mustCreateRun(t *testing.T, s store.Store, r store.Run) store.Run {
+func mustCreateRun(t *testing.T, s store.Store, r record.Run) record.Run {
 	t.Helper()
 	got, err := s.CreateRun(t.Context(), r)
 	if err != nil {
@@ -35,7 +37,7 @@ func mustCreateRun(t *testing.T, s store.Store, r store.Run) store.Run {
 	return got
 }
 
-func mustGetRun(t *testing.T, s store.Store, id string) store.Run {
+func mustGetRun(t *testing.T, s store.Store, id string) record.Run {
 	t.Helper()
 	got, err := s.GetRun(t.Context(), id)
 	if err != nil {
@@ -44,7 +46,7 @@ func mustGetRun(t *testing.T, s store.Store, id string) store.Run {
 	return got
 }
 
-func mustSteps(t *testing.T, s store.Store, runID string) []store.StepResult {
+func mustSteps(t *testing.T, s store.Store, runID string) []record.StepResult {
 	t.Helper()
 	got, err := s.StepResults(t.Context(), runID)
 	if err != nil {
@@ -53,7 +55,7 @@ func mustSteps(t *testing.T, s store.Store, runID string) []store.StepResult {
 	return got
 }
 
-func stepIDs(steps []store.StepResult) []string {
+func stepIDs(steps []record.StepResult) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = s.StepID
@@ -61,7 +63,7 @@ func stepIDs(steps []store.StepResult) []string {
 	return out
 }
 
-func runIDs(runs []store.Run) []string {
+func runIDs(runs []record.Run) []string {
 	out := make([]string, len(runs))
 	for i, r := range runs {
 		out[i] = r.ID
@@ -70,11 +72,11 @@ func runIDs(runs []store.Run) []string {
 }
 
 // fullRun has every field set, JSON with odd whitespace and key order.
-func fullRun(id string) store.Run {
-	return store.Run{
+func fullRun(id string) record.Run {
+	return record.Run{
 		ID:         id,
 		Goal:       "Summarise the quarterly report ✓",
-		Status:     store.RunAwaitingApproval,
+		Status:     record.RunAwaitingApproval,
 		Plan:       json.RawMessage(`{"steps":[ {"id":"a","tool":"Read"} ],  "b":1}`),
 		Config:     json.RawMessage(`{"model":"m"}`),
 		Inputs:     json.RawMessage(`{"z":1,"a":2}`),
@@ -94,12 +96,12 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 	fixed := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
 	tests := []struct {
 		name string
-		in   store.Run
+		in   record.Run
 	}{
-		{"minimal", store.Run{ID: "min", Goal: "g"}},
+		{"minimal", record.Run{ID: "min", Goal: "g"}},
 		{"every field", fullRun("full")},
-		{"explicit times", store.Run{ID: "timed", Goal: "g", Status: store.RunCompleted, CreatedAt: fixed, UpdatedAt: fixed.Add(time.Minute)}},
-		{"odd id", store.Run{ID: "with space/é?&", Goal: ""}},
+		{"explicit times", record.Run{ID: "timed", Goal: "g", Status: record.RunCompleted, CreatedAt: fixed, UpdatedAt: fixed.Add(time.Minute)}},
+		{"odd id", record.Run{ID: "with space/é?&", Goal: ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +110,7 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 			got := mustCreateRun(t, s, in)
 			want := tc.in
 			if want.Status == "" {
-				want.Status = store.RunPlanning
+				want.Status = record.RunPlanning
 			}
 			want.CreatedAt, want.UpdatedAt = got.CreatedAt, got.UpdatedAt
 			same(t, "CreateRun result", got, want)
@@ -132,10 +134,10 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 	dup := fullRun("full")
 	dup.Goal = "other"
 	_, err := s.CreateRun(ctx, dup)
-	wantErrIs(t, "CreateRun of a taken id", err, store.ErrExists)
+	wantErrIs(t, "CreateRun of a taken id", err, record.ErrExists)
 	same(t, "run after a refused duplicate", mustGetRun(t, s, "full"), orig)
 
-	for name, r := range map[string]store.Run{
+	for name, r := range map[string]record.Run{
 		"empty id":       {Goal: "g"},
 		"unknown status": {ID: "bad-status", Status: "sleeping"},
 		"invalid plan":   {ID: "bad-plan", Plan: json.RawMessage(`{"steps":`)},
@@ -146,15 +148,15 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 		}
 		if r.ID != "" {
 			_, err := s.GetRun(ctx, r.ID)
-			wantErrIs(t, "GetRun after a refused create ("+name+")", err, store.ErrNotFound)
+			wantErrIs(t, "GetRun after a refused create ("+name+")", err, record.ErrNotFound)
 		}
 	}
 	_, err = s.GetRun(ctx, "nope")
-	wantErrIs(t, "GetRun of an unknown id", err, store.ErrNotFound)
+	wantErrIs(t, "GetRun of an unknown id", err, record.ErrNotFound)
 
 	// The returned run must not alias the caller's buffers.
 	buf := []byte(`{"x":1}`)
-	got := mustCreateRun(t, s, store.Run{ID: "alias", Plan: buf})
+	got := mustCreateRun(t, s, record.Run{ID: "alias", Plan: buf})
 	copy(buf, `{"y":2}`)
 	if string(got.Plan) != `{"x":1}` {
 		t.Errorf("returned plan changed with the caller's buffer: %s", got.Plan)
@@ -164,17 +166,17 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 func testRunUpdate(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	created := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
-	orig := mustCreateRun(t, s, store.Run{ID: "u", Goal: "old", CreatedAt: created})
+	orig := mustCreateRun(t, s, record.Run{ID: "u", Goal: "old", CreatedAt: created})
 	other := mustCreateRun(t, s, fullRun("other"))
 	if _, err := s.RunEvents().AppendEvents(ctx, "u", ev("a", `1`), ev("b", `2`)); err != nil {
 		t.Fatal(err)
 	}
 
 	prev := orig
-	for i, in := range []store.Run{
+	for i, in := range []record.Run{
 		fullRun("u"),
-		{ID: "u", Goal: "cleared", Status: store.RunRunning},
-		{ID: "u", Goal: "done", Status: store.RunFailed, Error: "boom", Posture: json.RawMessage(` {"mode" : "plan"} `)},
+		{ID: "u", Goal: "cleared", Status: record.RunRunning},
+		{ID: "u", Goal: "done", Status: record.RunFailed, Error: "boom", Posture: json.RawMessage(` {"mode" : "plan"} `)},
 	} {
 		want := in
 		// What the store keeps is not the caller's to overwrite.
@@ -196,11 +198,11 @@ func testRunUpdate(t *testing.T, s store.Store) {
 	}
 	same(t, "untouched run", mustGetRun(t, s, "other"), other)
 
-	wantErrIs(t, "UpdateRun of an unknown id", s.UpdateRun(ctx, store.Run{ID: "nope", Status: store.RunRunning}), store.ErrNotFound)
-	for name, r := range map[string]store.Run{
+	wantErrIs(t, "UpdateRun of an unknown id", s.UpdateRun(ctx, record.Run{ID: "nope", Status: record.RunRunning}), record.ErrNotFound)
+	for name, r := range map[string]record.Run{
 		"empty status":   {ID: "u"},
 		"unknown status": {ID: "u", Status: "paused"},
-		"invalid config": {ID: "u", Status: store.RunRunning, Config: json.RawMessage(`{`)},
+		"invalid config": {ID: "u", Status: record.RunRunning, Config: json.RawMessage(`{`)},
 	} {
 		if err := s.UpdateRun(ctx, r); err == nil {
 			t.Errorf("UpdateRun with %s succeeded", name)
@@ -211,7 +213,7 @@ func testRunUpdate(t *testing.T, s store.Store) {
 
 // createRunsAt creates runs with the given ids and created_at offsets (in
 // seconds from a fixed base) and returns the order ListRuns must give.
-func createRunsAt(t *testing.T, s store.Store, ids []string, offsets []int, mod func(i int, r *store.Run)) []string {
+func createRunsAt(t *testing.T, s store.Store, ids []string, offsets []int, mod func(i int, r *record.Run)) []string {
 	t.Helper()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	type rec struct {
@@ -220,7 +222,7 @@ func createRunsAt(t *testing.T, s store.Store, ids []string, offsets []int, mod 
 	}
 	var recs []rec
 	for i, id := range ids {
-		r := store.Run{ID: id, Goal: "goal " + id, CreatedAt: base.Add(time.Duration(offsets[i]) * time.Second)}
+		r := record.Run{ID: id, Goal: "goal " + id, CreatedAt: base.Add(time.Duration(offsets[i]) * time.Second)}
 		if mod != nil {
 			mod(i, &r)
 		}
@@ -241,7 +243,7 @@ func createRunsAt(t *testing.T, s store.Store, ids []string, offsets []int, mod 
 }
 
 // listAllRuns pages through ListRuns with q, checking the page rules.
-func listAllRuns(t *testing.T, s store.Store, q store.RunQuery) (all []store.Run, pages int) {
+func listAllRuns(t *testing.T, s store.Store, q record.RunQuery) (all []record.Run, pages int) {
 	t.Helper()
 	limit := q.Limit
 	if limit <= 0 {
@@ -274,7 +276,7 @@ func listAllRuns(t *testing.T, s store.Store, q store.RunQuery) (all []store.Run
 }
 
 func testRunListPaging(t *testing.T, s store.Store) {
-	all, _ := listAllRuns(t, s, store.RunQuery{})
+	all, _ := listAllRuns(t, s, record.RunQuery{})
 	if len(all) != 0 {
 		t.Errorf("empty store lists %v", runIDs(all))
 	}
@@ -290,7 +292,7 @@ func testRunListPaging(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	for _, limit := range []int{1, 2, 5, 22, 23, 24, 0} {
-		all, pages := listAllRuns(t, s, store.RunQuery{Limit: limit})
+		all, pages := listAllRuns(t, s, record.RunQuery{Limit: limit})
 		if got := runIDs(all); !slices.Equal(got, want) {
 			t.Errorf("limit %d: paged order = %v, want %v", limit, got, want)
 		}
@@ -307,16 +309,16 @@ func testRunListPaging(t *testing.T, s store.Store) {
 	}
 
 	for _, c := range []string{"garbage", "x", strings.Repeat("A", 40)} {
-		if page, err := s.ListRuns(t.Context(), store.RunQuery{Cursor: c}); err == nil {
+		if page, err := s.ListRuns(t.Context(), record.RunQuery{Cursor: c}); err == nil {
 			t.Errorf("ListRuns(cursor %q) = %d runs, want an error", c, len(page.Runs))
 		}
 	}
-	page, err := s.ListRuns(t.Context(), store.RunQuery{Limit: 3})
+	page, err := s.ListRuns(t.Context(), record.RunQuery{Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{page.NextCursor[:len(page.NextCursor)-2], page.NextCursor + "AA"} {
-		if _, err := s.ListRuns(t.Context(), store.RunQuery{Cursor: c}); err == nil {
+		if _, err := s.ListRuns(t.Context(), record.RunQuery{Cursor: c}); err == nil {
 			t.Errorf("ListRuns with a mangled cursor %q succeeded", c)
 		}
 	}
@@ -326,10 +328,10 @@ func testRunListLimits(t *testing.T, s store.Store) {
 	const n = 501
 	base := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
-		mustCreateRun(t, s, store.Run{ID: fmt.Sprintf("r%03d", i), CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})
+		mustCreateRun(t, s, record.Run{ID: fmt.Sprintf("r%03d", i), CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})
 	}
 	for _, tc := range []struct{ limit, want int }{{0, 50}, {-1, 50}, {501, 500}} {
-		page, err := s.ListRuns(t.Context(), store.RunQuery{Limit: tc.limit})
+		page, err := s.ListRuns(t.Context(), record.RunQuery{Limit: tc.limit})
 		if err != nil {
 			t.Fatalf("ListRuns(limit %d): %v", tc.limit, err)
 		}
@@ -344,13 +346,13 @@ func testRunListFilters(t *testing.T, s store.Store) {
 		id, goal, summary, errText, status string
 	}
 	specs := []spec{
-		{"a", "Deploy the WEBSITE", "", "", store.RunCompleted},
-		{"b", "write report", "Website copy updated", "", store.RunCompleted},
-		{"c", "fetch", "", "website unreachable", store.RunFailed},
-		{"d", "Résumé ÉCOLE", "", "", store.RunRunning},
-		{"e", "nothing to see", "", "", store.RunFailed},
-		{"f", "100% done_ok", "", "", store.RunCompleted},
-		{"g", "100 percent", "", "", store.RunCompleted},
+		{"a", "Deploy the WEBSITE", "", "", record.RunCompleted},
+		{"b", "write report", "Website copy updated", "", record.RunCompleted},
+		{"c", "fetch", "", "website unreachable", record.RunFailed},
+		{"d", "Résumé ÉCOLE", "", "", record.RunRunning},
+		{"e", "nothing to see", "", "", record.RunFailed},
+		{"f", "100% done_ok", "", "", record.RunCompleted},
+		{"g", "100 percent", "", "", record.RunCompleted},
 	}
 	var ids []string
 	var offsets []int
@@ -358,26 +360,26 @@ func testRunListFilters(t *testing.T, s store.Store) {
 		ids = append(ids, sp.id)
 		offsets = append(offsets, i)
 	}
-	createRunsAt(t, s, ids, offsets, func(i int, r *store.Run) {
+	createRunsAt(t, s, ids, offsets, func(i int, r *record.Run) {
 		r.Goal, r.Summary, r.Error, r.Status = specs[i].goal, specs[i].summary, specs[i].errText, specs[i].status
 	})
 	tests := []struct {
-		q    store.RunQuery
+		q    record.RunQuery
 		want []string // newest first
 	}{
-		{store.RunQuery{}, []string{"g", "f", "e", "d", "c", "b", "a"}},
-		{store.RunQuery{Q: "website"}, []string{"c", "b", "a"}},
-		{store.RunQuery{Q: "WebSite"}, []string{"c", "b", "a"}},
-		{store.RunQuery{Q: "website", Status: store.RunCompleted}, []string{"b", "a"}},
-		{store.RunQuery{Q: "unreachable"}, []string{"c"}},
-		{store.RunQuery{Q: "école"}, []string{"d"}},
-		{store.RunQuery{Q: "RÉSUMÉ"}, []string{"d"}},
-		{store.RunQuery{Q: "%"}, []string{"f"}},
-		{store.RunQuery{Q: "_"}, []string{"f"}},
-		{store.RunQuery{Q: "100%"}, []string{"f"}},
-		{store.RunQuery{Status: store.RunFailed}, []string{"e", "c"}},
-		{store.RunQuery{Status: store.RunCancelled}, []string{}},
-		{store.RunQuery{Q: "no such text"}, []string{}},
+		{record.RunQuery{}, []string{"g", "f", "e", "d", "c", "b", "a"}},
+		{record.RunQuery{Q: "website"}, []string{"c", "b", "a"}},
+		{record.RunQuery{Q: "WebSite"}, []string{"c", "b", "a"}},
+		{record.RunQuery{Q: "website", Status: record.RunCompleted}, []string{"b", "a"}},
+		{record.RunQuery{Q: "unreachable"}, []string{"c"}},
+		{record.RunQuery{Q: "école"}, []string{"d"}},
+		{record.RunQuery{Q: "RÉSUMÉ"}, []string{"d"}},
+		{record.RunQuery{Q: "%"}, []string{"f"}},
+		{record.RunQuery{Q: "_"}, []string{"f"}},
+		{record.RunQuery{Q: "100%"}, []string{"f"}},
+		{record.RunQuery{Status: record.RunFailed}, []string{"e", "c"}},
+		{record.RunQuery{Status: record.RunCancelled}, []string{}},
+		{record.RunQuery{Q: "no such text"}, []string{}},
 	}
 	for _, tc := range tests {
 		for _, limit := range []int{0, 2} {
@@ -394,9 +396,9 @@ func testRunListFilters(t *testing.T, s store.Store) {
 func testRunDelete(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for _, id := range []string{"gone", "stays"} {
-		mustCreateRun(t, s, store.Run{ID: id})
+		mustCreateRun(t, s, record.Run{ID: id})
 		for i := range 3 {
-			if err := s.PutStepResult(ctx, store.StepResult{RunID: id, StepID: fmt.Sprint("s", i), Index: i, Status: store.StepCompleted}); err != nil {
+			if err := s.PutStepResult(ctx, record.StepResult{RunID: id, StepID: fmt.Sprint("s", i), Index: i, Status: record.StepCompleted}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -408,13 +410,13 @@ func testRunDelete(t *testing.T, s store.Store) {
 		t.Fatalf("DeleteRun: %v", err)
 	}
 	_, err := s.GetRun(ctx, "gone")
-	wantErrIs(t, "GetRun after delete", err, store.ErrNotFound)
+	wantErrIs(t, "GetRun after delete", err, record.ErrNotFound)
 	_, err = s.StepResults(ctx, "gone")
-	wantErrIs(t, "StepResults after delete", err, store.ErrNotFound)
+	wantErrIs(t, "StepResults after delete", err, record.ErrNotFound)
 	_, err = s.RunEvents().ReadEvents(ctx, "gone", 0, 0)
-	wantErrIs(t, "ReadEvents after delete", err, store.ErrNotFound)
-	wantErrIs(t, "second DeleteRun", s.DeleteRun(ctx, "gone"), store.ErrNotFound)
-	wantErrIs(t, "DeleteRun of an unknown id", s.DeleteRun(ctx, "never"), store.ErrNotFound)
+	wantErrIs(t, "ReadEvents after delete", err, record.ErrNotFound)
+	wantErrIs(t, "second DeleteRun", s.DeleteRun(ctx, "gone"), record.ErrNotFound)
+	wantErrIs(t, "DeleteRun of an unknown id", s.DeleteRun(ctx, "never"), record.ErrNotFound)
 
 	if got := mustGetRun(t, s, "stays"); got.LastSeq != 2 {
 		t.Errorf("other run LastSeq = %d, want 2", got.LastSeq)
@@ -424,7 +426,7 @@ func testRunDelete(t *testing.T, s store.Store) {
 	}
 
 	// A recreated id is a new run: nothing of the old one leaks in.
-	mustCreateRun(t, s, store.Run{ID: "gone"})
+	mustCreateRun(t, s, record.Run{ID: "gone"})
 	if got := mustSteps(t, s, "gone"); len(got) != 0 {
 		t.Errorf("recreated run's steps = %v", stepIDs(got))
 	}
@@ -436,33 +438,33 @@ func testRunDelete(t *testing.T, s store.Store) {
 
 func testRunSteps(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreateRun(t, s, store.Run{ID: "r"})
-	mustCreateRun(t, s, store.Run{ID: "other"})
+	mustCreateRun(t, s, record.Run{ID: "r"})
+	mustCreateRun(t, s, record.Run{ID: "other"})
 	if got := mustSteps(t, s, "r"); got == nil || len(got) != 0 {
 		t.Errorf("StepResults of a run without steps = %#v, want an empty slice", got)
 	}
 	start := time.Date(2025, 5, 5, 5, 5, 5, 5, time.FixedZone("Y", -7200))
-	put := func(st store.StepResult) {
+	put := func(st record.StepResult) {
 		t.Helper()
 		if err := s.PutStepResult(ctx, st); err != nil {
 			t.Fatalf("PutStepResult(%+v): %v", st, err)
 		}
 	}
-	put(store.StepResult{RunID: "r", StepID: "fetch", Index: 1, Status: store.StepRunning, StartedAt: start})
-	put(store.StepResult{RunID: "r", StepID: "plan", Index: 0, Status: store.StepCompleted,
+	put(record.StepResult{RunID: "r", StepID: "fetch", Index: 1, Status: record.StepRunning, StartedAt: start})
+	put(record.StepResult{RunID: "r", StepID: "plan", Index: 0, Status: record.StepCompleted,
 		Result: json.RawMessage(`{ "text" : "kept as is", "n":[1,2] }`), StartedAt: start, FinishedAt: start.Add(time.Second)})
-	put(store.StepResult{RunID: "r", StepID: "b-tie", Index: 2, Status: store.StepSkipped})
-	put(store.StepResult{RunID: "r", StepID: "a-tie", Index: 2, Status: store.StepCancelled})
-	put(store.StepResult{RunID: "other", StepID: "fetch", Index: 0, Status: store.StepFailed, Error: "other's"})
+	put(record.StepResult{RunID: "r", StepID: "b-tie", Index: 2, Status: record.StepSkipped})
+	put(record.StepResult{RunID: "r", StepID: "a-tie", Index: 2, Status: record.StepCancelled})
+	put(record.StepResult{RunID: "other", StepID: "fetch", Index: 0, Status: record.StepFailed, Error: "other's"})
 	// Upsert: the same step again replaces every field.
-	put(store.StepResult{RunID: "r", StepID: "fetch", Index: 1, Status: store.StepFailed, Error: "timeout", Result: json.RawMessage(`null`),
+	put(record.StepResult{RunID: "r", StepID: "fetch", Index: 1, Status: record.StepFailed, Error: "timeout", Result: json.RawMessage(`null`),
 		StartedAt: start, FinishedAt: start.Add(2 * time.Second)})
 
-	want := []store.StepResult{
-		{RunID: "r", StepID: "plan", Index: 0, Status: store.StepCompleted, Result: json.RawMessage(`{ "text" : "kept as is", "n":[1,2] }`), StartedAt: start, FinishedAt: start.Add(time.Second)},
-		{RunID: "r", StepID: "fetch", Index: 1, Status: store.StepFailed, Error: "timeout", Result: json.RawMessage(`null`), StartedAt: start, FinishedAt: start.Add(2 * time.Second)},
-		{RunID: "r", StepID: "a-tie", Index: 2, Status: store.StepCancelled},
-		{RunID: "r", StepID: "b-tie", Index: 2, Status: store.StepSkipped},
+	want := []record.StepResult{
+		{RunID: "r", StepID: "plan", Index: 0, Status: record.StepCompleted, Result: json.RawMessage(`{ "text" : "kept as is", "n":[1,2] }`), StartedAt: start, FinishedAt: start.Add(time.Second)},
+		{RunID: "r", StepID: "fetch", Index: 1, Status: record.StepFailed, Error: "timeout", Result: json.RawMessage(`null`), StartedAt: start, FinishedAt: start.Add(2 * time.Second)},
+		{RunID: "r", StepID: "a-tie", Index: 2, Status: record.StepCancelled},
+		{RunID: "r", StepID: "b-tie", Index: 2, Status: record.StepSkipped},
 	}
 	got := mustSteps(t, s, "r")
 	same(t, "StepResults", got, want)
@@ -475,7 +477,7 @@ func testRunSteps(t *testing.T, s store.Store) {
 		}
 	}
 	// Moving a step to another index reorders it.
-	put(store.StepResult{RunID: "r", StepID: "plan", Index: 3, Status: store.StepCompleted})
+	put(record.StepResult{RunID: "r", StepID: "plan", Index: 3, Status: record.StepCompleted})
 	if got := stepIDs(mustSteps(t, s, "r")); !slices.Equal(got, []string{"fetch", "a-tie", "b-tie", "plan"}) {
 		t.Errorf("after moving plan: %v", got)
 	}
@@ -483,13 +485,13 @@ func testRunSteps(t *testing.T, s store.Store) {
 		t.Errorf("other run's steps = %+v", got)
 	}
 
-	wantErrIs(t, "PutStepResult to an unknown run", s.PutStepResult(ctx, store.StepResult{RunID: "nope", StepID: "x", Status: store.StepRunning}), store.ErrNotFound)
+	wantErrIs(t, "PutStepResult to an unknown run", s.PutStepResult(ctx, record.StepResult{RunID: "nope", StepID: "x", Status: record.StepRunning}), record.ErrNotFound)
 	_, err := s.StepResults(ctx, "nope")
-	wantErrIs(t, "StepResults of an unknown run", err, store.ErrNotFound)
-	for name, st := range map[string]store.StepResult{
-		"empty step id":  {RunID: "r", Status: store.StepRunning},
+	wantErrIs(t, "StepResults of an unknown run", err, record.ErrNotFound)
+	for name, st := range map[string]record.StepResult{
+		"empty step id":  {RunID: "r", Status: record.StepRunning},
 		"unknown status": {RunID: "r", StepID: "x", Status: "waiting"},
-		"invalid result": {RunID: "r", StepID: "x", Status: store.StepCompleted, Result: json.RawMessage(`{"a"`)},
+		"invalid result": {RunID: "r", StepID: "x", Status: record.StepCompleted, Result: json.RawMessage(`{"a"`)},
 	} {
 		if err := s.PutStepResult(ctx, st); err == nil {
 			t.Errorf("PutStepResult with %s succeeded", name)
@@ -502,11 +504,11 @@ func testRunSteps(t *testing.T, s store.Store) {
 
 func testRunDeleteSteps(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	statuses := []string{store.StepCompleted, store.StepCompleted, store.StepFailed, store.StepCompleted, store.StepCancelled}
+	statuses := []string{record.StepCompleted, record.StepCompleted, record.StepFailed, record.StepCompleted, record.StepCancelled}
 	for _, id := range []string{"r", "other"} {
-		mustCreateRun(t, s, store.Run{ID: id})
+		mustCreateRun(t, s, record.Run{ID: id})
 		for i, st := range statuses {
-			if err := s.PutStepResult(ctx, store.StepResult{RunID: id, StepID: fmt.Sprint("s", i), Index: i, Status: st,
+			if err := s.PutStepResult(ctx, record.StepResult{RunID: id, StepID: fmt.Sprint("s", i), Index: i, Status: st,
 				Result: json.RawMessage(fmt.Sprint(i))}); err != nil {
 				t.Fatal(err)
 			}
@@ -514,13 +516,13 @@ func testRunDeleteSteps(t *testing.T, s store.Store) {
 	}
 	steps := []struct {
 		name string
-		keep func(store.StepResult) bool
+		keep func(record.StepResult) bool
 		want []string
 	}{
-		{"keep all", func(store.StepResult) bool { return true }, []string{"s0", "s1", "s2", "s3", "s4"}},
-		{"resume: keep completed", func(r store.StepResult) bool { return r.Status == store.StepCompleted }, []string{"s0", "s1", "s3"}},
-		{"rewind: keep the first 2", func(r store.StepResult) bool { return r.Index < 2 }, []string{"s0", "s1"}},
-		{"keep sees whole results", func(r store.StepResult) bool { return string(r.Result) == "1" && r.RunID == "r" }, []string{"s1"}},
+		{"keep all", func(record.StepResult) bool { return true }, []string{"s0", "s1", "s2", "s3", "s4"}},
+		{"resume: keep completed", func(r record.StepResult) bool { return r.Status == record.StepCompleted }, []string{"s0", "s1", "s3"}},
+		{"rewind: keep the first 2", func(r record.StepResult) bool { return r.Index < 2 }, []string{"s0", "s1"}},
+		{"keep sees whole results", func(r record.StepResult) bool { return string(r.Result) == "1" && r.RunID == "r" }, []string{"s1"}},
 		{"nil drops all", nil, []string{}},
 	}
 	for _, st := range steps {
@@ -534,7 +536,7 @@ func testRunDeleteSteps(t *testing.T, s store.Store) {
 	if got := stepIDs(mustSteps(t, s, "other")); len(got) != len(statuses) {
 		t.Errorf("other run's steps = %v", got)
 	}
-	wantErrIs(t, "DeleteStepResults of an unknown run", s.DeleteStepResults(ctx, "nope", nil), store.ErrNotFound)
+	wantErrIs(t, "DeleteStepResults of an unknown run", s.DeleteStepResults(ctx, "nope", nil), record.ErrNotFound)
 }
 
 func testRunInterrupt(t *testing.T, s store.Store) {
@@ -544,12 +546,12 @@ func testRunInterrupt(t *testing.T, s store.Store) {
 		t.Errorf("InterruptRuns on an empty store = %v, %v", ids, err)
 	}
 	old := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	all := []string{store.RunPlanning, store.RunAwaitingApproval, store.RunRunning, store.RunCompleted, store.RunFailed, store.RunCancelled, store.RunInterrupted}
-	before := map[string]store.Run{}
+	all := []string{record.RunPlanning, record.RunAwaitingApproval, record.RunRunning, record.RunCompleted, record.RunFailed, record.RunCancelled, record.RunInterrupted}
+	before := map[string]record.Run{}
 	for i, st := range all {
 		for j := range 2 {
 			id := fmt.Sprintf("%d-%s-%d", len(all)-i, st, j) // not in status order
-			before[id] = mustCreateRun(t, s, store.Run{ID: id, Status: st, Summary: "keep", CreatedAt: old})
+			before[id] = mustCreateRun(t, s, record.Run{ID: id, Status: st, Summary: "keep", CreatedAt: old})
 		}
 	}
 	ids, err = s.InterruptRuns(ctx)
@@ -559,7 +561,7 @@ func testRunInterrupt(t *testing.T, s store.Store) {
 	var want []string
 	for id, r := range before {
 		switch r.Status {
-		case store.RunPlanning, store.RunAwaitingApproval, store.RunRunning:
+		case record.RunPlanning, record.RunAwaitingApproval, record.RunRunning:
 			want = append(want, id)
 		}
 	}
@@ -570,7 +572,7 @@ func testRunInterrupt(t *testing.T, s store.Store) {
 	for id, r := range before {
 		got := mustGetRun(t, s, id)
 		if slices.Contains(want, id) {
-			if got.Status != store.RunInterrupted || !got.UpdatedAt.After(old) {
+			if got.Status != record.RunInterrupted || !got.UpdatedAt.After(old) {
 				t.Errorf("%s after interrupt: status %q UpdatedAt %v", id, got.Status, got.UpdatedAt)
 			}
 			if got.Summary != "keep" || !got.CreatedAt.Equal(old) {
@@ -589,10 +591,10 @@ func testRunInterrupt(t *testing.T, s store.Store) {
 func testRunEvents(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	log := s.RunEvents()
-	mustCreateRun(t, s, store.Run{ID: "a"})
-	mustCreateRun(t, s, store.Run{ID: "b"})
+	mustCreateRun(t, s, record.Run{ID: "a"})
+	mustCreateRun(t, s, record.Run{ID: "b"})
 	// A session with a run's id has its own, separate log.
-	mustCreate(t, s, store.Session{ID: "a"})
+	mustCreate(t, s, record.Session{ID: "a"})
 	mustAppend(t, s, "a", ev("session", `1`))
 
 	steps := []struct {
@@ -602,7 +604,7 @@ func testRunEvents(t *testing.T, s store.Store) {
 	}{{"a", 1, 1}, {"a", 3, 2}, {"b", 2, 1}, {"a", 0, 5}, {"b", 1, 3}}
 	at := time.Date(2025, 12, 31, 23, 59, 59, 1, time.FixedZone("E", 3600))
 	for i, st := range steps {
-		events := make([]store.Event, st.n)
+		events := make([]event.Event, st.n)
 		for j := range events {
 			events[j] = ev("t", fmt.Sprintf(`{"step":%d,"j":%d}`, i, j))
 			events[j].SessionID, events[j].Seq = "ignored", 77
@@ -654,11 +656,11 @@ func testRunEvents(t *testing.T, s store.Store) {
 	}
 
 	_, err := log.AppendEvents(ctx, "nope", ev("x", `1`))
-	wantErrIs(t, "AppendEvents to an unknown run", err, store.ErrNotFound)
+	wantErrIs(t, "AppendEvents to an unknown run", err, record.ErrNotFound)
 	_, err = log.AppendEvents(ctx, "nope")
-	wantErrIs(t, "AppendEvents of nothing to an unknown run", err, store.ErrNotFound)
+	wantErrIs(t, "AppendEvents of nothing to an unknown run", err, record.ErrNotFound)
 	_, err = log.ReadEvents(ctx, "nope", 0, 0)
-	wantErrIs(t, "ReadEvents of an unknown run", err, store.ErrNotFound)
+	wantErrIs(t, "ReadEvents of an unknown run", err, record.ErrNotFound)
 	if _, err := log.AppendEvents(ctx, "a", ev("ok", `1`), ev("bad", `{`)); err == nil {
 		t.Error("AppendEvents with invalid JSON data succeeded")
 	}
@@ -670,8 +672,8 @@ func testRunEvents(t *testing.T, s store.Store) {
 func testRunEventsConcurrent(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	log := s.RunEvents()
-	mustCreateRun(t, s, store.Run{ID: "hot"})
-	mustCreate(t, s, store.Session{ID: "hot"})
+	mustCreateRun(t, s, record.Run{ID: "hot"})
+	mustCreate(t, s, record.Session{ID: "hot"})
 	const workers, calls = 8, 15
 	var (
 		wg                sync.WaitGroup
@@ -683,7 +685,7 @@ func testRunEventsConcurrent(t *testing.T, s store.Store) {
 			for c := range calls {
 				// Session and run appends interleave in shared groups.
 				var (
-					got []store.Event
+					got []event.Event
 					err error
 				)
 				if w%2 == 0 || c%3 == 0 {
@@ -722,27 +724,27 @@ func testRunEventsConcurrent(t *testing.T, s store.Store) {
 }
 
 func testRunsCanceled(t *testing.T, s store.Store) {
-	mustCreateRun(t, s, store.Run{ID: "r"})
+	mustCreateRun(t, s, record.Run{ID: "r"})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	checks := map[string]error{}
-	_, checks["CreateRun"] = s.CreateRun(ctx, store.Run{ID: "new"})
-	checks["UpdateRun"] = s.UpdateRun(ctx, store.Run{ID: "r", Status: store.RunFailed})
-	checks["PutStepResult"] = s.PutStepResult(ctx, store.StepResult{RunID: "r", StepID: "s", Status: store.StepRunning})
+	_, checks["CreateRun"] = s.CreateRun(ctx, record.Run{ID: "new"})
+	checks["UpdateRun"] = s.UpdateRun(ctx, record.Run{ID: "r", Status: record.RunFailed})
+	checks["PutStepResult"] = s.PutStepResult(ctx, record.StepResult{RunID: "r", StepID: "s", Status: record.StepRunning})
 	_, checks["AppendEvents"] = s.RunEvents().AppendEvents(ctx, "r", ev("x", `1`))
 	_, checks["InterruptRuns"] = s.InterruptRuns(ctx)
-	checks["AppendAudit"] = s.AppendAudit(ctx, store.AuditEntry{SessionID: "x", Outcome: store.AuditAllowed})
-	_, checks["CreateWorkflow"] = s.CreateWorkflow(ctx, store.Workflow{ID: "w", Name: "w"})
+	checks["AppendAudit"] = s.AppendAudit(ctx, record.AuditEntry{SessionID: "x", Outcome: record.AuditAllowed})
+	_, checks["CreateWorkflow"] = s.CreateWorkflow(ctx, record.Workflow{ID: "w", Name: "w"})
 	for name, err := range checks {
 		if err == nil {
 			t.Errorf("%s with a canceled context succeeded", name)
 		}
 	}
 	got := mustGetRun(t, s, "r")
-	if got.Status != store.RunPlanning || got.LastSeq != 0 {
+	if got.Status != record.RunPlanning || got.LastSeq != 0 {
 		t.Errorf("canceled writes changed the run: %+v", got)
 	}
-	if _, err := s.GetRun(t.Context(), "new"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetRun(t.Context(), "new"); !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("canceled CreateRun stored the run (%v)", err)
 	}
 	if got := mustSteps(t, s, "r"); len(got) != 0 {

@@ -63,7 +63,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -137,7 +139,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 // --- helpers -------------------------------------------------------------
 
-func mustCreate(t *testing.T, s store.Store, sess store.Session) store.Session {
+func mustCreate(t *testing.T, s store.Store, sess record.Session) record.Session {
 	t.Helper()
 	got, err := s.CreateSession(t.Context(), sess)
 	if err != nil {
@@ -146,7 +148,7 @@ func mustCreate(t *testing.T, s store.Store, sess store.Session) store.Session {
 	return got
 }
 
-func mustGet(t *testing.T, s store.Store, id string) store.Session {
+func mustGet(t *testing.T, s store.Store, id string) record.Session {
 	t.Helper()
 	got, err := s.GetSession(t.Context(), id)
 	if err != nil {
@@ -155,7 +157,7 @@ func mustGet(t *testing.T, s store.Store, id string) store.Session {
 	return got
 }
 
-func mustAppend(t *testing.T, s store.Store, id string, events ...store.Event) []store.Event {
+func mustAppend(t *testing.T, s store.Store, id string, events ...event.Event) []event.Event {
 	t.Helper()
 	got, err := s.AppendEvents(t.Context(), id, events...)
 	if err != nil {
@@ -167,7 +169,7 @@ func mustAppend(t *testing.T, s store.Store, id string, events ...store.Event) [
 	return got
 }
 
-func mustRead(t *testing.T, s store.Store, id string, after int64, limit int) []store.Event {
+func mustRead(t *testing.T, s store.Store, id string, after int64, limit int) []event.Event {
 	t.Helper()
 	got, err := s.ReadEvents(t.Context(), id, after, limit)
 	if err != nil {
@@ -176,15 +178,15 @@ func mustRead(t *testing.T, s store.Store, id string, after int64, limit int) []
 	return got
 }
 
-func ev(typ string, data string) store.Event {
-	e := store.Event{Type: typ}
+func ev(typ string, data string) event.Event {
+	e := event.Event{Type: typ}
 	if data != "" {
 		e.Data = json.RawMessage(data)
 	}
 	return e
 }
 
-func seqs(events []store.Event) []int64 {
+func seqs(events []event.Event) []int64 {
 	out := make([]int64, len(events))
 	for i, e := range events {
 		out[i] = e.Seq
@@ -218,7 +220,7 @@ func checkUTC(t *testing.T, what string, tm time.Time) {
 }
 
 // sameSession compares sessions with time.Equal for the times.
-func sameSession(t *testing.T, what string, got, want store.Session) {
+func sameSession(t *testing.T, what string, got, want record.Session) {
 	t.Helper()
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
@@ -232,13 +234,13 @@ func testCreateGet(t *testing.T, s store.Store) {
 	fixed := time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.FixedZone("UTC+2", 2*3600))
 	tests := []struct {
 		name string
-		in   store.Session
+		in   record.Session
 	}{
-		{"zero times", store.Session{ID: "zero"}},
-		{"title and metadata", store.Session{ID: "meta", Title: "Fix the build ✓", Metadata: json.RawMessage(`{"model":"anthropic:claude","workspace":"/w","n":[1,2]}`)}},
-		{"explicit times in another zone", store.Session{ID: "fixed", CreatedAt: fixed, UpdatedAt: fixed.Add(time.Hour)}},
-		{"created only", store.Session{ID: "created-only", CreatedAt: fixed}},
-		{"odd id", store.Session{ID: "with space/slash?&=%.é"}},
+		{"zero times", record.Session{ID: "zero"}},
+		{"title and metadata", record.Session{ID: "meta", Title: "Fix the build ✓", Metadata: json.RawMessage(`{"model":"anthropic:claude","workspace":"/w","n":[1,2]}`)}},
+		{"explicit times in another zone", record.Session{ID: "fixed", CreatedAt: fixed, UpdatedAt: fixed.Add(time.Hour)}},
+		{"created only", record.Session{ID: "created-only", CreatedAt: fixed}},
+		{"odd id", record.Session{ID: "with space/slash?&=%.é"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,29 +278,29 @@ func testCreateGet(t *testing.T, s store.Store) {
 
 func testCreateErrors(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	orig := mustCreate(t, s, store.Session{ID: "dup", Title: "first"})
+	orig := mustCreate(t, s, record.Session{ID: "dup", Title: "first"})
 
-	_, err := s.CreateSession(ctx, store.Session{ID: "dup", Title: "second"})
-	wantErrIs(t, "CreateSession of a taken id", err, store.ErrExists)
+	_, err := s.CreateSession(ctx, record.Session{ID: "dup", Title: "second"})
+	wantErrIs(t, "CreateSession of a taken id", err, record.ErrExists)
 	sameSession(t, "session after a refused duplicate", mustGet(t, s, "dup"), orig)
 
-	if _, err := s.CreateSession(ctx, store.Session{}); err == nil {
+	if _, err := s.CreateSession(ctx, record.Session{}); err == nil {
 		t.Error("CreateSession with an empty id succeeded")
 	}
-	if _, err := s.CreateSession(ctx, store.Session{ID: "badmeta", Metadata: json.RawMessage(`{"open":`)}); err == nil {
+	if _, err := s.CreateSession(ctx, record.Session{ID: "badmeta", Metadata: json.RawMessage(`{"open":`)}); err == nil {
 		t.Error("CreateSession with invalid metadata JSON succeeded")
 	}
 	_, err = s.GetSession(ctx, "badmeta")
-	wantErrIs(t, "GetSession after a refused create", err, store.ErrNotFound)
+	wantErrIs(t, "GetSession after a refused create", err, record.ErrNotFound)
 	_, err = s.GetSession(ctx, "nope")
-	wantErrIs(t, "GetSession of an unknown id", err, store.ErrNotFound)
+	wantErrIs(t, "GetSession of an unknown id", err, record.ErrNotFound)
 }
 
 func testUpdate(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	created := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
-	orig := mustCreate(t, s, store.Session{ID: "u", Title: "old", Metadata: json.RawMessage(`{"a":1}`), CreatedAt: created, UpdatedAt: created})
-	other := mustCreate(t, s, store.Session{ID: "other", Title: "keep"})
+	orig := mustCreate(t, s, record.Session{ID: "u", Title: "old", Metadata: json.RawMessage(`{"a":1}`), CreatedAt: created, UpdatedAt: created})
+	other := mustCreate(t, s, record.Session{ID: "other", Title: "keep"})
 
 	steps := []struct {
 		title string
@@ -338,9 +340,9 @@ func testUpdate(t *testing.T, s store.Store) {
 	}
 	sameSession(t, "untouched session", mustGet(t, s, "other"), other)
 
-	err := s.UpdateSession(ctx, store.Session{ID: "nope", Title: "x"})
-	wantErrIs(t, "UpdateSession of an unknown id", err, store.ErrNotFound)
-	if err := s.UpdateSession(ctx, store.Session{ID: "u", Metadata: json.RawMessage(`{`)}); err == nil {
+	err := s.UpdateSession(ctx, record.Session{ID: "nope", Title: "x"})
+	wantErrIs(t, "UpdateSession of an unknown id", err, record.ErrNotFound)
+	if err := s.UpdateSession(ctx, record.Session{ID: "u", Metadata: json.RawMessage(`{`)}); err == nil {
 		t.Error("UpdateSession with invalid metadata JSON succeeded")
 	}
 	if got := mustGet(t, s, "u"); got.Title != prev.Title || string(got.Metadata) != string(prev.Metadata) {
@@ -351,7 +353,7 @@ func testUpdate(t *testing.T, s store.Store) {
 func testDelete(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for _, id := range []string{"gone", "stays"} {
-		mustCreate(t, s, store.Session{ID: id, Title: id})
+		mustCreate(t, s, record.Session{ID: id, Title: id})
 		if err := s.AppendMessages(ctx, id, llm.UserText("hi "+id), llm.UserText("again")); err != nil {
 			t.Fatal(err)
 		}
@@ -362,15 +364,15 @@ func testDelete(t *testing.T, s store.Store) {
 		t.Fatalf("DeleteSession: %v", err)
 	}
 	_, err := s.GetSession(ctx, "gone")
-	wantErrIs(t, "GetSession after delete", err, store.ErrNotFound)
+	wantErrIs(t, "GetSession after delete", err, record.ErrNotFound)
 	_, err = s.LoadMessages(ctx, "gone")
-	wantErrIs(t, "LoadMessages after delete", err, store.ErrNotFound)
+	wantErrIs(t, "LoadMessages after delete", err, record.ErrNotFound)
 	_, err = s.ReadEvents(ctx, "gone", 0, 0)
-	wantErrIs(t, "ReadEvents after delete", err, store.ErrNotFound)
-	wantErrIs(t, "second DeleteSession", s.DeleteSession(ctx, "gone"), store.ErrNotFound)
-	wantErrIs(t, "DeleteSession of an unknown id", s.DeleteSession(ctx, "never"), store.ErrNotFound)
+	wantErrIs(t, "ReadEvents after delete", err, record.ErrNotFound)
+	wantErrIs(t, "second DeleteSession", s.DeleteSession(ctx, "gone"), record.ErrNotFound)
+	wantErrIs(t, "DeleteSession of an unknown id", s.DeleteSession(ctx, "never"), record.ErrNotFound)
 
-	page, err := s.ListSessions(ctx, store.ListOptions{})
+	page, err := s.ListSessions(ctx, record.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ func testDelete(t *testing.T, s store.Store) {
 	}
 
 	// A recreated id is a new session: nothing of the old one leaks in.
-	re := mustCreate(t, s, store.Session{ID: "gone"})
+	re := mustCreate(t, s, record.Session{ID: "gone"})
 	if re.Title != "" || re.MessageCount != 0 || re.LastSeq != 0 {
 		t.Errorf("recreated session = %+v", re)
 	}
@@ -412,7 +414,7 @@ func createAt(t *testing.T, s store.Store, ids []string, offsets []int) []string
 	var recs []rec
 	for i, id := range ids {
 		at := base.Add(time.Duration(offsets[i]) * time.Second)
-		mustCreate(t, s, store.Session{ID: id, CreatedAt: at})
+		mustCreate(t, s, record.Session{ID: id, CreatedAt: at})
 		recs = append(recs, rec{id, at})
 	}
 	slices.SortFunc(recs, func(a, b rec) int {
@@ -428,7 +430,7 @@ func createAt(t *testing.T, s store.Store, ids []string, offsets []int) []string
 	return out
 }
 
-func ids(ss []store.Session) []string {
+func ids(ss []record.Session) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = s.ID
@@ -437,11 +439,11 @@ func ids(ss []store.Session) []string {
 }
 
 // listAll pages through every session with the given page size.
-func listAll(t *testing.T, s store.Store, limit int) (all []store.Session, pages int) {
+func listAll(t *testing.T, s store.Store, limit int) (all []record.Session, pages int) {
 	t.Helper()
 	cursor := ""
 	for {
-		page, err := s.ListSessions(t.Context(), store.ListOptions{Limit: limit, Cursor: cursor})
+		page, err := s.ListSessions(t.Context(), record.ListOptions{Limit: limit, Cursor: cursor})
 		if err != nil {
 			t.Fatalf("ListSessions(limit %d, page %d): %v", limit, pages, err)
 		}
@@ -465,7 +467,7 @@ func listAll(t *testing.T, s store.Store, limit int) (all []store.Session, pages
 
 func testListOrder(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	page, err := s.ListSessions(ctx, store.ListOptions{})
+	page, err := s.ListSessions(ctx, record.ListOptions{})
 	if err != nil {
 		t.Fatalf("ListSessions on an empty store: %v", err)
 	}
@@ -478,7 +480,7 @@ func testListOrder(t *testing.T, s store.Store) {
 	want := createAt(t, s,
 		[]string{"m", "b", "z", "a", "c", "y", "tie-b", "tie-a", "tie-c"},
 		[]int{5, 1, 3, 9, 2, 7, 4, 4, 4})
-	page, err = s.ListSessions(ctx, store.ListOptions{})
+	page, err = s.ListSessions(ctx, record.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +496,7 @@ func testListOrder(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, "m", ev("e", ""), ev("e", ""), ev("e", ""))
-	page, err = s.ListSessions(ctx, store.ListOptions{})
+	page, err = s.ListSessions(ctx, record.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +537,7 @@ func testListLimits(t *testing.T, s store.Store) {
 	const n = 501
 	base := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
-		mustCreate(t, s, store.Session{ID: fmt.Sprintf("s%03d", i), CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})
+		mustCreate(t, s, record.Session{ID: fmt.Sprintf("s%03d", i), CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})
 	}
 	tests := []struct {
 		limit, want int
@@ -547,7 +549,7 @@ func testListLimits(t *testing.T, s store.Store) {
 		{10000, 500},
 	}
 	for _, tc := range tests {
-		page, err := s.ListSessions(ctx, store.ListOptions{Limit: tc.limit})
+		page, err := s.ListSessions(ctx, record.ListOptions{Limit: tc.limit})
 		if err != nil {
 			t.Fatalf("ListSessions(limit %d): %v", tc.limit, err)
 		}
@@ -566,7 +568,7 @@ func testListLimits(t *testing.T, s store.Store) {
 func testListCursorStable(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	want := createAt(t, s, []string{"a", "b", "c", "d", "e", "f"}, []int{1, 2, 3, 4, 5, 6})
-	first, err := s.ListSessions(ctx, store.ListOptions{Limit: 2})
+	first, err := s.ListSessions(ctx, record.ListOptions{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +585,7 @@ func testListCursorStable(t *testing.T, s store.Store) {
 	got := ids(first.Sessions)
 	cursor := first.NextCursor
 	for cursor != "" {
-		page, err := s.ListSessions(ctx, store.ListOptions{Limit: 2, Cursor: cursor})
+		page, err := s.ListSessions(ctx, record.ListOptions{Limit: 2, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -597,7 +599,7 @@ func testListCursorStable(t *testing.T, s store.Store) {
 
 func testListInvalidCursor(t *testing.T, s store.Store) {
 	createAt(t, s, []string{"a", "b", "c"}, []int{1, 2, 3})
-	valid, err := s.ListSessions(t.Context(), store.ListOptions{Limit: 1})
+	valid, err := s.ListSessions(t.Context(), record.ListOptions{Limit: 1})
 	if err != nil || valid.NextCursor == "" {
 		t.Fatalf("ListSessions: %+v, %v", valid, err)
 	}
@@ -606,7 +608,7 @@ func testListInvalidCursor(t *testing.T, s store.Store) {
 		valid.NextCursor + "x", valid.NextCursor[:len(valid.NextCursor)-1], "x" + valid.NextCursor,
 		strings.Repeat("A", 10000),
 	} {
-		page, err := s.ListSessions(t.Context(), store.ListOptions{Cursor: c})
+		page, err := s.ListSessions(t.Context(), record.ListOptions{Cursor: c})
 		if err == nil {
 			t.Errorf("cursor %.40q: got %d sessions and no error", c, len(page.Sessions))
 		}
@@ -653,7 +655,7 @@ func allBlocks() []llm.Message {
 
 func testMessagesRoundTrip(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreate(t, s, store.Session{ID: "rt"})
+	mustCreate(t, s, record.Session{ID: "rt"})
 	want := allBlocks()
 	if err := s.AppendMessages(ctx, "rt", want...); err != nil {
 		t.Fatalf("AppendMessages: %v", err)
@@ -673,7 +675,7 @@ func testMessagesRoundTrip(t *testing.T, s store.Store) {
 
 	// Whitespace in tool input may be compacted; the JSON value may not
 	// change.
-	mustCreate(t, s, store.Session{ID: "ws"})
+	mustCreate(t, s, record.Session{ID: "ws"})
 	spaced := `{ "b" : [ 1, 2 ],
 	  "a": "x y" }`
 	if err := s.AppendMessages(ctx, "ws", llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{
@@ -696,8 +698,8 @@ func testMessagesRoundTrip(t *testing.T, s store.Store) {
 
 func testMessagesAppendReplace(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreate(t, s, store.Session{ID: "c"})
-	mustCreate(t, s, store.Session{ID: "other"})
+	mustCreate(t, s, record.Session{ID: "c"})
+	mustCreate(t, s, record.Session{ID: "other"})
 	if err := s.AppendMessages(ctx, "other", llm.UserText("other's")); err != nil {
 		t.Fatal(err)
 	}
@@ -762,17 +764,17 @@ func testMessagesAppendReplace(t *testing.T, s store.Store) {
 
 func testMessagesUnknown(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	wantErrIs(t, "AppendMessages", s.AppendMessages(ctx, "nope", llm.UserText("x")), store.ErrNotFound)
-	wantErrIs(t, "AppendMessages of nothing", s.AppendMessages(ctx, "nope"), store.ErrNotFound)
-	wantErrIs(t, "ReplaceMessages", s.ReplaceMessages(ctx, "nope", []llm.Message{llm.UserText("x")}), store.ErrNotFound)
-	wantErrIs(t, "ReplaceMessages with nothing", s.ReplaceMessages(ctx, "nope", nil), store.ErrNotFound)
+	wantErrIs(t, "AppendMessages", s.AppendMessages(ctx, "nope", llm.UserText("x")), record.ErrNotFound)
+	wantErrIs(t, "AppendMessages of nothing", s.AppendMessages(ctx, "nope"), record.ErrNotFound)
+	wantErrIs(t, "ReplaceMessages", s.ReplaceMessages(ctx, "nope", []llm.Message{llm.UserText("x")}), record.ErrNotFound)
+	wantErrIs(t, "ReplaceMessages with nothing", s.ReplaceMessages(ctx, "nope", nil), record.ErrNotFound)
 	_, err := s.LoadMessages(ctx, "nope")
-	wantErrIs(t, "LoadMessages", err, store.ErrNotFound)
+	wantErrIs(t, "LoadMessages", err, record.ErrNotFound)
 }
 
 func testMessagesConcurrent(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreate(t, s, store.Session{ID: "c"})
+	mustCreate(t, s, record.Session{ID: "c"})
 	const workers, each = 8, 10
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -814,8 +816,8 @@ func testMessagesConcurrent(t *testing.T, s store.Store) {
 // --- events --------------------------------------------------------------
 
 func testEventsSeq(t *testing.T, s store.Store) {
-	mustCreate(t, s, store.Session{ID: "a"})
-	mustCreate(t, s, store.Session{ID: "b"})
+	mustCreate(t, s, record.Session{ID: "a"})
+	mustCreate(t, s, record.Session{ID: "b"})
 	steps := []struct {
 		session string
 		n       int
@@ -830,7 +832,7 @@ func testEventsSeq(t *testing.T, s store.Store) {
 		{"a", 1, 21},
 	}
 	for i, st := range steps {
-		events := make([]store.Event, st.n)
+		events := make([]event.Event, st.n)
 		for j := range events {
 			events[j] = ev(fmt.Sprintf("t%d", j), fmt.Sprintf(`{"step":%d,"j":%d}`, i, j))
 		}
@@ -850,10 +852,10 @@ func testEventsSeq(t *testing.T, s store.Store) {
 }
 
 func testEventsFields(t *testing.T, s store.Store) {
-	mustCreate(t, s, store.Session{ID: "f"})
+	mustCreate(t, s, record.Session{ID: "f"})
 	before := time.Now().Add(-time.Second)
 	at := time.Date(2025, 12, 31, 23, 59, 59, 123456789, time.FixedZone("EST", -5*3600))
-	in := []store.Event{
+	in := []event.Event{
 		{Type: "text_delta", Data: json.RawMessage(`{"text":"<b>hi</b> & \"bye\"","i":1}`)},
 		{Type: "empty_data"},
 		{Type: "null_data", Data: json.RawMessage(`null`)},
@@ -870,7 +872,7 @@ func testEventsFields(t *testing.T, s store.Store) {
 	for i := range in {
 		for _, e := range []struct {
 			src string
-			e   store.Event
+			e   event.Event
 		}{{"returned", got[i]}, {"read", read[i]}} {
 			if e.e.SessionID != "f" || e.e.Seq != int64(i+1) || e.e.Type != in[i].Type {
 				t.Errorf("%s event %d = %+v", e.src, i, e.e)
@@ -893,7 +895,7 @@ func testEventsFields(t *testing.T, s store.Store) {
 	}
 	// The returned data must not alias the caller's buffer.
 	buf := []byte(`{"x":1}`)
-	out := mustAppend(t, s, "f", store.Event{Type: "alias", Data: buf})
+	out := mustAppend(t, s, "f", event.Event{Type: "alias", Data: buf})
 	copy(buf, `{"y":2}`)
 	if string(out[0].Data) != `{"x":1}` {
 		t.Errorf("returned event data changed with the caller's buffer: %s", out[0].Data)
@@ -901,8 +903,8 @@ func testEventsFields(t *testing.T, s store.Store) {
 }
 
 func testEventsRead(t *testing.T, s store.Store) {
-	mustCreate(t, s, store.Session{ID: "r"})
-	mustCreate(t, s, store.Session{ID: "empty"})
+	mustCreate(t, s, record.Session{ID: "r"})
+	mustCreate(t, s, record.Session{ID: "empty"})
 	const n = 10
 	for i := range n {
 		mustAppend(t, s, "r", ev("e", fmt.Sprint(i+1)))
@@ -963,18 +965,18 @@ func testEventsRead(t *testing.T, s store.Store) {
 func testEventsUnknown(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	_, err := s.AppendEvents(ctx, "nope", ev("x", `1`))
-	wantErrIs(t, "AppendEvents", err, store.ErrNotFound)
+	wantErrIs(t, "AppendEvents", err, record.ErrNotFound)
 	_, err = s.AppendEvents(ctx, "nope")
-	wantErrIs(t, "AppendEvents of nothing", err, store.ErrNotFound)
+	wantErrIs(t, "AppendEvents of nothing", err, record.ErrNotFound)
 	_, err = s.ReadEvents(ctx, "nope", 0, 0)
-	wantErrIs(t, "ReadEvents", err, store.ErrNotFound)
+	wantErrIs(t, "ReadEvents", err, record.ErrNotFound)
 	_, err = s.ReadEvents(ctx, "nope", 5, 10)
-	wantErrIs(t, "ReadEvents after 5", err, store.ErrNotFound)
+	wantErrIs(t, "ReadEvents after 5", err, record.ErrNotFound)
 }
 
 func testEventsAtomic(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreate(t, s, store.Session{ID: "x"})
+	mustCreate(t, s, record.Session{ID: "x"})
 	mustAppend(t, s, "x", ev("ok", `1`))
 	_, err := s.AppendEvents(ctx, "x", ev("ok", `2`), ev("bad", `{"unterminated":`), ev("ok", `3`))
 	if err == nil {
@@ -996,7 +998,7 @@ func testEventsAtomic(t *testing.T, s store.Store) {
 // contiguous, and a reader must never see a seq before all lower ones.
 func testEventsConcurrentOne(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreate(t, s, store.Session{ID: "hot"})
+	mustCreate(t, s, record.Session{ID: "hot"})
 	const workers, calls = 16, 20
 
 	var (
@@ -1035,7 +1037,7 @@ func testEventsConcurrentOne(t *testing.T, s store.Store) {
 		writers.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for c := range calls {
-				batch := make([]store.Event, 1+rng.IntN(3))
+				batch := make([]event.Event, 1+rng.IntN(3))
 				for i := range batch {
 					batch[i] = ev("w", fmt.Sprintf(`{"w":%d,"c":%d,"i":%d}`, w, c, i))
 				}
@@ -1092,7 +1094,7 @@ func testEventsConcurrentMany(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const sessions, workersPer, calls = 8, 4, 10
 	for i := range sessions {
-		mustCreate(t, s, store.Session{ID: fmt.Sprint("s", i)})
+		mustCreate(t, s, record.Session{ID: fmt.Sprint("s", i)})
 	}
 	var wg sync.WaitGroup
 	for i := range sessions {
@@ -1121,7 +1123,7 @@ func testEventsConcurrentMany(t *testing.T, s store.Store) {
 }
 
 func testCanceled(t *testing.T, s store.Store) {
-	mustCreate(t, s, store.Session{ID: "c"})
+	mustCreate(t, s, record.Session{ID: "c"})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := s.AppendEvents(ctx, "c", ev("x", `1`)); err == nil {
@@ -1130,14 +1132,14 @@ func testCanceled(t *testing.T, s store.Store) {
 	if err := s.AppendMessages(ctx, "c", llm.UserText("x")); err == nil {
 		t.Error("AppendMessages with a canceled context succeeded")
 	}
-	if _, err := s.CreateSession(ctx, store.Session{ID: "d"}); err == nil {
+	if _, err := s.CreateSession(ctx, record.Session{ID: "d"}); err == nil {
 		t.Error("CreateSession with a canceled context succeeded")
 	}
 	got := mustGet(t, s, "c")
 	if got.LastSeq != 0 || got.MessageCount != 0 {
 		t.Errorf("canceled writes left LastSeq %d MessageCount %d", got.LastSeq, got.MessageCount)
 	}
-	if _, err := s.GetSession(t.Context(), "d"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetSession(t.Context(), "d"); !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("canceled CreateSession stored the session (%v)", err)
 	}
 }

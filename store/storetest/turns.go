@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -14,28 +16,28 @@ import (
 // a deleted session.
 func testTurns(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	msg := func(typ string, seq int64) store.Event {
+	msg := func(typ string, seq int64) event.Event {
 		return ev(typ, fmt.Sprintf(`{"message_seq":%d}`, seq))
 	}
 	delta := ev("text_delta", `{"text":"x"}`)
 	steps := []struct {
 		name   string
-		events []store.Event
-		want   *store.OpenTurns // nil: not listed
+		events []event.Event
+		want   *record.OpenTurns // nil: not listed
 	}{
 		{"nothing yet", nil, nil},
-		{"a message accepted", []store.Event{ev(store.EventUserMessage, `{"text":"a"}`)}, &store.OpenTurns{Accepted: 1}},
-		{"its turn starts", []store.Event{msg(store.EventMessageConsumed, 1), delta}, &store.OpenTurns{Accepted: 1, Answered: 1, Running: 1}},
-		{"a second message queued", []store.Event{ev(store.EventUserMessage, `{"text":"b"}`), delta}, &store.OpenTurns{Accepted: 4, Answered: 1, Running: 1}},
-		{"the first turn ends", []store.Event{delta, ev(store.EventDone, `{}`)}, &store.OpenTurns{Accepted: 4, Answered: 1}},
-		{"the second starts and ends in one append", []store.Event{msg(store.EventMessageConsumed, 4), delta, ev(store.EventDone, `{}`)}, nil},
-		{"a third message is dropped", []store.Event{ev(store.EventUserMessage, `{"text":"c"}`), msg(store.EventMessageDropped, 11)}, nil},
-		{"framing without a message_seq is ignored", []store.Event{ev(store.EventMessageDropped, `{}`)}, nil},
+		{"a message accepted", []event.Event{ev(event.UserMessage, `{"text":"a"}`)}, &record.OpenTurns{Accepted: 1}},
+		{"its turn starts", []event.Event{msg(event.MessageConsumed, 1), delta}, &record.OpenTurns{Accepted: 1, Answered: 1, Running: 1}},
+		{"a second message queued", []event.Event{ev(event.UserMessage, `{"text":"b"}`), delta}, &record.OpenTurns{Accepted: 4, Answered: 1, Running: 1}},
+		{"the first turn ends", []event.Event{delta, ev(event.Done, `{}`)}, &record.OpenTurns{Accepted: 4, Answered: 1}},
+		{"the second starts and ends in one append", []event.Event{msg(event.MessageConsumed, 4), delta, ev(event.Done, `{}`)}, nil},
+		{"a third message is dropped", []event.Event{ev(event.UserMessage, `{"text":"c"}`), msg(event.MessageDropped, 11)}, nil},
+		{"framing without a message_seq is ignored", []event.Event{ev(event.MessageDropped, `{}`)}, nil},
 	}
 	for i := range 3 {
-		mustCreate(t, s, store.Session{ID: fmt.Sprintf("t%d", i)})
+		mustCreate(t, s, record.Session{ID: fmt.Sprintf("t%d", i)})
 	}
-	mustCreate(t, s, store.Session{ID: "quiet"})
+	mustCreate(t, s, record.Session{ID: "quiet"})
 	mustAppend(t, s, "quiet", delta, delta)
 	for _, st := range steps {
 		// Session t0 gets one append per step, t1 one append per event,
@@ -46,7 +48,7 @@ func testTurns(t *testing.T, s store.Store) {
 				mustAppend(t, s, "t1", e)
 			}
 			if b, ok := s.(store.BatchEvents); ok {
-				_, errs := b.AppendEventBatches(ctx, []store.EventBatch{{SessionID: "t2", Events: st.events}, {SessionID: "quiet", Events: []store.Event{delta}}})
+				_, errs := b.AppendEventBatches(ctx, []store.EventBatch{{SessionID: "t2", Events: st.events}, {SessionID: "quiet", Events: []event.Event{delta}}})
 				for _, err := range errs {
 					if err != nil {
 						t.Fatalf("%s: AppendEventBatches: %v", st.name, err)
@@ -61,13 +63,13 @@ func testTurns(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("%s: ListOpenTurns: %v", st.name, err)
 		}
-		slices.SortFunc(open, func(a, b store.OpenTurns) int {
+		slices.SortFunc(open, func(a, b record.OpenTurns) int {
 			if a.SessionID < b.SessionID {
 				return -1
 			}
 			return 1
 		})
-		want := []store.OpenTurns{}
+		want := []record.OpenTurns{}
 		if st.want != nil {
 			for i := range 3 {
 				w := *st.want
@@ -79,7 +81,7 @@ func testTurns(t *testing.T, s store.Store) {
 			t.Fatalf("%s: ListOpenTurns = %+v, want %+v", st.name, open, want)
 		}
 	}
-	mustAppend(t, s, "t0", ev(store.EventUserMessage, `{"text":"d"}`))
+	mustAppend(t, s, "t0", ev(event.UserMessage, `{"text":"d"}`))
 	if err := s.DeleteSession(ctx, "t0"); err != nil {
 		t.Fatal(err)
 	}

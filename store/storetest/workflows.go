@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
-func mustCreateWorkflow(t *testing.T, s store.Store, w store.Workflow) store.Workflow {
+func mustCreateWorkflow(t *testing.T, s store.Store, w record.Workflow) record.Workflow {
 	t.Helper()
 	got, err := s.CreateWorkflow(t.Context(), w)
 	if err != nil {
@@ -21,7 +22,7 @@ func mustCreateWorkflow(t *testing.T, s store.Store, w store.Workflow) store.Wor
 	return got
 }
 
-func mustGetWorkflow(t *testing.T, s store.Store, id string) store.Workflow {
+func mustGetWorkflow(t *testing.T, s store.Store, id string) record.Workflow {
 	t.Helper()
 	got, err := s.GetWorkflow(t.Context(), id)
 	if err != nil {
@@ -30,7 +31,7 @@ func mustGetWorkflow(t *testing.T, s store.Store, id string) store.Workflow {
 	return got
 }
 
-func workflowIDs(ws []store.Workflow) []string {
+func workflowIDs(ws []record.Workflow) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.ID
@@ -40,7 +41,7 @@ func workflowIDs(ws []store.Workflow) []string {
 
 func testWorkflows(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	in := store.Workflow{
+	in := record.Workflow{
 		ID:          "wf",
 		Name:        "Weekly digest",
 		Description: "collects and summarises",
@@ -60,9 +61,9 @@ func testWorkflows(t *testing.T, s store.Store) {
 	}
 	same(t, "GetWorkflow", mustGetWorkflow(t, s, "wf"), got)
 
-	_, err := s.CreateWorkflow(ctx, store.Workflow{ID: "wf", Name: "again"})
-	wantErrIs(t, "CreateWorkflow of a taken id", err, store.ErrExists)
-	for name, w := range map[string]store.Workflow{
+	_, err := s.CreateWorkflow(ctx, record.Workflow{ID: "wf", Name: "again"})
+	wantErrIs(t, "CreateWorkflow of a taken id", err, record.ErrExists)
+	for name, w := range map[string]record.Workflow{
 		"empty id":       {Name: "x"},
 		"empty name":     {ID: "noname"},
 		"invalid plan":   {ID: "bad", Name: "x", Plan: json.RawMessage(`{`)},
@@ -74,7 +75,7 @@ func testWorkflows(t *testing.T, s store.Store) {
 		}
 	}
 	_, err = s.GetWorkflow(ctx, "bad")
-	wantErrIs(t, "GetWorkflow after refused creates", err, store.ErrNotFound)
+	wantErrIs(t, "GetWorkflow after refused creates", err, record.ErrNotFound)
 
 	// Updates: expectRevision 0 skips the check; otherwise it must match.
 	prev := got
@@ -103,19 +104,19 @@ func testWorkflows(t *testing.T, s store.Store) {
 	stale := prev
 	stale.Name = "stale write"
 	_, err = s.UpdateWorkflow(ctx, stale, prev.Revision-1)
-	wantErrIs(t, "UpdateWorkflow with a stale revision", err, store.ErrConflict)
-	if errors.Is(err, store.ErrNotFound) {
+	wantErrIs(t, "UpdateWorkflow with a stale revision", err, record.ErrConflict)
+	if errors.Is(err, record.ErrNotFound) {
 		t.Errorf("stale revision reported as not found: %v", err)
 	}
 	_, err = s.UpdateWorkflow(ctx, stale, prev.Revision+1)
-	wantErrIs(t, "UpdateWorkflow with a future revision", err, store.ErrConflict)
+	wantErrIs(t, "UpdateWorkflow with a future revision", err, record.ErrConflict)
 	same(t, "workflow after refused updates", mustGetWorkflow(t, s, "wf"), prev)
 
-	_, err = s.UpdateWorkflow(ctx, store.Workflow{ID: "nope", Name: "x"}, 0)
-	wantErrIs(t, "UpdateWorkflow of an unknown id", err, store.ErrNotFound)
-	_, err = s.UpdateWorkflow(ctx, store.Workflow{ID: "nope", Name: "x"}, 3)
-	wantErrIs(t, "UpdateWorkflow of an unknown id with a revision", err, store.ErrNotFound)
-	if _, err := s.UpdateWorkflow(ctx, store.Workflow{ID: "wf", Name: "x", Canvas: json.RawMessage(`[`)}, 0); err == nil {
+	_, err = s.UpdateWorkflow(ctx, record.Workflow{ID: "nope", Name: "x"}, 0)
+	wantErrIs(t, "UpdateWorkflow of an unknown id", err, record.ErrNotFound)
+	_, err = s.UpdateWorkflow(ctx, record.Workflow{ID: "nope", Name: "x"}, 3)
+	wantErrIs(t, "UpdateWorkflow of an unknown id with a revision", err, record.ErrNotFound)
+	if _, err := s.UpdateWorkflow(ctx, record.Workflow{ID: "wf", Name: "x", Canvas: json.RawMessage(`[`)}, 0); err == nil {
 		t.Error("UpdateWorkflow with an invalid canvas succeeded")
 	}
 
@@ -123,9 +124,9 @@ func testWorkflows(t *testing.T, s store.Store) {
 		t.Fatalf("DeleteWorkflow: %v", err)
 	}
 	_, err = s.GetWorkflow(ctx, "wf")
-	wantErrIs(t, "GetWorkflow after delete", err, store.ErrNotFound)
-	wantErrIs(t, "second DeleteWorkflow", s.DeleteWorkflow(ctx, "wf"), store.ErrNotFound)
-	if re := mustCreateWorkflow(t, s, store.Workflow{ID: "wf", Name: "new"}); re.Revision != 1 {
+	wantErrIs(t, "GetWorkflow after delete", err, record.ErrNotFound)
+	wantErrIs(t, "second DeleteWorkflow", s.DeleteWorkflow(ctx, "wf"), record.ErrNotFound)
+	if re := mustCreateWorkflow(t, s, record.Workflow{ID: "wf", Name: "new"}); re.Revision != 1 {
 		t.Errorf("recreated workflow at revision %d, want 1", re.Revision)
 	}
 }
@@ -146,14 +147,14 @@ func testWorkflowCanvas(t *testing.T, s store.Store) {
 	}
 	for i, c := range canvases {
 		id := fmt.Sprint("c", i)
-		created := mustCreateWorkflow(t, s, store.Workflow{ID: id, Name: id, Canvas: json.RawMessage(c), Plan: json.RawMessage(c), InputSchema: json.RawMessage(c)})
-		for _, w := range []store.Workflow{created, mustGetWorkflow(t, s, id)} {
+		created := mustCreateWorkflow(t, s, record.Workflow{ID: id, Name: id, Canvas: json.RawMessage(c), Plan: json.RawMessage(c), InputSchema: json.RawMessage(c)})
+		for _, w := range []record.Workflow{created, mustGetWorkflow(t, s, id)} {
 			if string(w.Canvas) != c || string(w.Plan) != c || string(w.InputSchema) != c {
 				t.Errorf("canvas %d came back as %q / %q / %q, want %q", i, w.Canvas, w.Plan, w.InputSchema, c)
 			}
 		}
 		next := canvases[(i+1)%len(canvases)]
-		updated, err := s.UpdateWorkflow(ctx, store.Workflow{ID: id, Name: id, Canvas: json.RawMessage(next)}, 1)
+		updated, err := s.UpdateWorkflow(ctx, record.Workflow{ID: id, Name: id, Canvas: json.RawMessage(next)}, 1)
 		if err != nil {
 			t.Fatalf("UpdateWorkflow: %v", err)
 		}
@@ -182,7 +183,7 @@ func testWorkflowList(t *testing.T, s store.Store) {
 			t.Errorf("ListWorkflows(%v) on an empty store = %#v, %v; want an empty slice", p, got, err)
 		}
 	}
-	for _, w := range []store.Workflow{
+	for _, w := range []record.Workflow{
 		{ID: "3", Name: "beta", Published: true},
 		{ID: "1", Name: "alpha"},
 		{ID: "2", Name: "gamma", Published: true},
@@ -207,7 +208,7 @@ func testWorkflowList(t *testing.T, s store.Store) {
 		}
 	}
 	// Unpublishing takes it off the published list at once.
-	if _, err := s.UpdateWorkflow(ctx, store.Workflow{ID: "3", Name: "beta"}, 1); err != nil {
+	if _, err := s.UpdateWorkflow(ctx, record.Workflow{ID: "3", Name: "beta"}, 1); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.ListWorkflows(ctx, true)
@@ -220,7 +221,7 @@ func testWorkflowList(t *testing.T, s store.Store) {
 // exactly one wins; the others get ErrConflict.
 func testWorkflowConcurrent(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	mustCreateWorkflow(t, s, store.Workflow{ID: "w", Name: "start"})
+	mustCreateWorkflow(t, s, record.Workflow{ID: "w", Name: "start"})
 	const writers = 12
 	var (
 		wg        sync.WaitGroup
@@ -231,13 +232,13 @@ func testWorkflowConcurrent(t *testing.T, s store.Store) {
 	for i := range writers {
 		wg.Go(func() {
 			name := fmt.Sprint("writer ", i)
-			_, err := s.UpdateWorkflow(ctx, store.Workflow{ID: "w", Name: name}, 1)
+			_, err := s.UpdateWorkflow(ctx, record.Workflow{ID: "w", Name: name}, 1)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
 				winners = append(winners, name)
-			case errors.Is(err, store.ErrConflict):
+			case errors.Is(err, record.ErrConflict):
 				conflicts++
 			default:
 				t.Errorf("UpdateWorkflow: %v", err)
@@ -253,7 +254,7 @@ func testWorkflowConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func mustGetSchedule(t *testing.T, s store.Store, id string) store.Schedule {
+func mustGetSchedule(t *testing.T, s store.Store, id string) record.Schedule {
 	t.Helper()
 	got, err := s.GetSchedule(t.Context(), id)
 	if err != nil {
@@ -266,7 +267,7 @@ func testSchedules(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	zone := time.FixedZone("Z", 5*3600)
 	next := time.Date(2026, 3, 1, 9, 0, 0, 1, zone)
-	full := store.Schedule{
+	full := record.Schedule{
 		ID: "full", WorkflowID: "wf", Inputs: json.RawMessage(`{ "topic" : "go" }`),
 		IntervalSeconds: 3600, Recurring: true, Active: true,
 		NextRunAt: next, ExpiresAt: next.Add(7 * 24 * time.Hour), CreatedAt: next.Add(-time.Hour),
@@ -274,7 +275,7 @@ func testSchedules(t *testing.T, s store.Store) {
 		LastError: `workflow "wf" is not published`, LastErrorAt: next.Add(-2 * time.Minute),
 	}
 	before := time.Now().Add(-time.Second)
-	for _, in := range []store.Schedule{full, {ID: "min", WorkflowID: "wf"}} {
+	for _, in := range []record.Schedule{full, {ID: "min", WorkflowID: "wf"}} {
 		got, err := s.CreateSchedule(ctx, in)
 		if err != nil {
 			t.Fatalf("CreateSchedule(%q): %v", in.ID, err)
@@ -295,9 +296,9 @@ func testSchedules(t *testing.T, s store.Store) {
 			t.Errorf("zero fields came back set: %+v", stored)
 		}
 	}
-	_, err := s.CreateSchedule(ctx, store.Schedule{ID: "full", WorkflowID: "other"})
-	wantErrIs(t, "CreateSchedule of a taken id", err, store.ErrExists)
-	for name, sc := range map[string]store.Schedule{
+	_, err := s.CreateSchedule(ctx, record.Schedule{ID: "full", WorkflowID: "other"})
+	wantErrIs(t, "CreateSchedule of a taken id", err, record.ErrExists)
+	for name, sc := range map[string]record.Schedule{
 		"empty id":          {WorkflowID: "wf"},
 		"empty workflow":    {ID: "x"},
 		"invalid inputs":    {ID: "x", WorkflowID: "wf", Inputs: json.RawMessage(`{`)},
@@ -308,7 +309,7 @@ func testSchedules(t *testing.T, s store.Store) {
 		}
 	}
 	_, err = s.GetSchedule(ctx, "x")
-	wantErrIs(t, "GetSchedule after refused creates", err, store.ErrNotFound)
+	wantErrIs(t, "GetSchedule after refused creates", err, record.ErrNotFound)
 
 	// A firing: everything but ID and CreatedAt is replaced, zero times
 	// included.
@@ -324,8 +325,8 @@ func testSchedules(t *testing.T, s store.Store) {
 	want := fired
 	want.CreatedAt = full.CreatedAt
 	same(t, "schedule after UpdateSchedule", mustGetSchedule(t, s, "full"), want)
-	wantErrIs(t, "UpdateSchedule of an unknown id", s.UpdateSchedule(ctx, store.Schedule{ID: "nope", WorkflowID: "wf"}), store.ErrNotFound)
-	if err := s.UpdateSchedule(ctx, store.Schedule{ID: "full"}); err == nil {
+	wantErrIs(t, "UpdateSchedule of an unknown id", s.UpdateSchedule(ctx, record.Schedule{ID: "nope", WorkflowID: "wf"}), record.ErrNotFound)
+	if err := s.UpdateSchedule(ctx, record.Schedule{ID: "full"}); err == nil {
 		t.Error("UpdateSchedule without a workflow id succeeded")
 	}
 
@@ -333,8 +334,8 @@ func testSchedules(t *testing.T, s store.Store) {
 		t.Fatalf("DeleteSchedule: %v", err)
 	}
 	_, err = s.GetSchedule(ctx, "full")
-	wantErrIs(t, "GetSchedule after delete", err, store.ErrNotFound)
-	wantErrIs(t, "second DeleteSchedule", s.DeleteSchedule(ctx, "full"), store.ErrNotFound)
+	wantErrIs(t, "GetSchedule after delete", err, record.ErrNotFound)
+	wantErrIs(t, "second DeleteSchedule", s.DeleteSchedule(ctx, "full"), record.ErrNotFound)
 	mustGetSchedule(t, s, "min")
 }
 
@@ -352,7 +353,7 @@ func testScheduleList(t *testing.T, s store.Store) {
 		next   int // minutes from base; -1 means zero
 		active bool
 	}{{"d", 30, true}, {"a", 10, false}, {"c", 20, true}, {"b", 20, true}, {"zero", -1, true}, {"e", 5, false}} {
-		in := store.Schedule{ID: sc.id, WorkflowID: "wf", Active: sc.active, IntervalSeconds: 60}
+		in := record.Schedule{ID: sc.id, WorkflowID: "wf", Active: sc.active, IntervalSeconds: 60}
 		if sc.next >= 0 {
 			in.NextRunAt = base.Add(time.Duration(sc.next) * time.Minute)
 		}
@@ -360,7 +361,7 @@ func testScheduleList(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
-	ids := func(ss []store.Schedule) []string {
+	ids := func(ss []record.Schedule) []string {
 		out := make([]string, len(ss))
 		for i, s := range ss {
 			out[i] = s.ID
@@ -394,7 +395,7 @@ func testMemories(t *testing.T, s store.Store) {
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	before := time.Now().Add(-time.Second)
-	add := func(m store.Memory) store.Memory {
+	add := func(m record.Memory) record.Memory {
 		t.Helper()
 		got, err := s.AddMemory(ctx, m)
 		if err != nil {
@@ -409,11 +410,11 @@ func testMemories(t *testing.T, s store.Store) {
 		checkUTC(t, "CreatedAt", got.CreatedAt)
 		return got
 	}
-	old := add(store.Memory{ID: "m-old", UserID: "alice", Text: "prefers tabs", Tags: []string{"style", "go"}, CreatedAt: base})
-	gen1 := add(store.Memory{UserID: "alice", Text: "works on weft"})
-	gen2 := add(store.Memory{UserID: "alice", Text: "lives in Lyon", Tags: []string{}})
-	bob := add(store.Memory{UserID: "bob", Text: "bob's fact"})
-	anon := add(store.Memory{Text: "single-user fact"})
+	old := add(record.Memory{ID: "m-old", UserID: "alice", Text: "prefers tabs", Tags: []string{"style", "go"}, CreatedAt: base})
+	gen1 := add(record.Memory{UserID: "alice", Text: "works on weft"})
+	gen2 := add(record.Memory{UserID: "alice", Text: "lives in Lyon", Tags: []string{}})
+	bob := add(record.Memory{UserID: "bob", Text: "bob's fact"})
+	anon := add(record.Memory{Text: "single-user fact"})
 	if gen1.ID == gen2.ID || gen1.ID == bob.ID {
 		t.Errorf("assigned ids are not unique: %q %q %q", gen1.ID, gen2.ID, bob.ID)
 	}
@@ -441,16 +442,16 @@ func testMemories(t *testing.T, s store.Store) {
 		t.Errorf("the anonymous user's memories = %+v", l)
 	}
 
-	_, err = s.AddMemory(ctx, store.Memory{ID: "m-old", UserID: "bob", Text: "steal"})
-	wantErrIs(t, "AddMemory of a taken id", err, store.ErrExists)
-	if _, err := s.AddMemory(ctx, store.Memory{UserID: "alice"}); err == nil {
+	_, err = s.AddMemory(ctx, record.Memory{ID: "m-old", UserID: "bob", Text: "steal"})
+	wantErrIs(t, "AddMemory of a taken id", err, record.ErrExists)
+	if _, err := s.AddMemory(ctx, record.Memory{UserID: "alice"}); err == nil {
 		t.Error("AddMemory with empty text succeeded")
 	}
-	wantErrIs(t, "DeleteMemory of another user's memory", s.DeleteMemory(ctx, "bob", "m-old"), store.ErrNotFound)
+	wantErrIs(t, "DeleteMemory of another user's memory", s.DeleteMemory(ctx, "bob", "m-old"), record.ErrNotFound)
 	if err := s.DeleteMemory(ctx, "alice", "m-old"); err != nil {
 		t.Fatalf("DeleteMemory: %v", err)
 	}
-	wantErrIs(t, "second DeleteMemory", s.DeleteMemory(ctx, "alice", "m-old"), store.ErrNotFound)
+	wantErrIs(t, "second DeleteMemory", s.DeleteMemory(ctx, "alice", "m-old"), record.ErrNotFound)
 	if l, _ := s.ListMemories(ctx, "alice"); len(l) != 2 {
 		t.Errorf("alice has %d memories after a delete, want 2", len(l))
 	}
@@ -459,7 +460,7 @@ func testMemories(t *testing.T, s store.Store) {
 	}
 	// Strict newest-first with distinct times.
 	for i := range 3 {
-		add(store.Memory{ID: fmt.Sprint("o", i), UserID: "carol", Text: "x", CreatedAt: base.Add(time.Duration(i) * time.Hour)})
+		add(record.Memory{ID: fmt.Sprint("o", i), UserID: "carol", Text: "x", CreatedAt: base.Add(time.Duration(i) * time.Hour)})
 	}
 	if l, _ := s.ListMemories(ctx, "carol"); len(l) != 3 || l[0].ID != "o2" || l[2].ID != "o0" {
 		t.Errorf("carol's memories out of order: %+v", l)

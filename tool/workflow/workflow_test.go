@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/policy"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/workflow"
@@ -42,7 +42,7 @@ func TestWorkflowTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := runtime.NewRuns(ctx, runtime.RunsConfig{Runs: db, Workflows: db, Tools: reg,
+	runs, err := run.New(ctx, run.Config{Runs: db, Workflows: db, Tools: reg,
 		Policy: func() *policy.Policy { return &policy.Policy{Mode: "bypass"} }, WorkflowToolTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestWorkflowTool(t *testing.T) {
 	publish := func(name, schema, plan string) string {
 		t.Helper()
 		published := true
-		wf, err := runs.CreateWorkflow(ctx, runtime.WorkflowInput{Name: &name, InputSchema: json.RawMessage(schema),
+		wf, err := runs.CreateWorkflow(ctx, run.WorkflowInput{Name: &name, InputSchema: json.RawMessage(schema),
 			Plan: json.RawMessage(plan), Published: &published})
 		if err != nil {
 			t.Fatal(err)
