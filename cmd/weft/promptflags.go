@@ -20,11 +20,15 @@ type promptFlags struct {
 	appendSystem string
 	bundle       string
 	visionModel  string
+	noMemory     bool
+	// mem is the file memory openMemory opened; builder shows it.
+	mem prompt.MemorySource
 }
 
 func (p *promptFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.appendSystem, "append-system", "", "text added at the end of the system prompt, after weft's (or --system's) and the project's instructions")
 	f.StringVar(&p.bundle, "bundle", "", "prompt bundle as family/scenario, e.g. qwen/programming or claude/programming (default: the bundle for the model's family; see docs/agents.md)")
+	f.BoolVar(&p.noMemory, "no-memory", false, "no file memory: no memory_remember/search/forget tools and no memory section in the system prompt (see docs/memory.md)")
 	f.StringVar(&p.visionModel, "vision-model", "", "provider:model that describes images for a model without image input, e.g. gemini:gemini-2.5-flash (images are otherwise replaced by a note)")
 }
 
@@ -47,7 +51,7 @@ func (p *promptFlags) builder(env environ, ws string, log *slog.Logger) (*prompt
 	if err != nil {
 		return nil, fmt.Errorf("--bundle: %w", err)
 	}
-	return prompt.New(prompt.Config{Key: key, Workspace: ws, Home: env.getenv("HOME"), Append: p.appendSystem, Logger: log}), nil
+	return prompt.New(prompt.Config{Key: key, Workspace: ws, Home: env.getenv("HOME"), Append: p.appendSystem, Logger: log, Memory: p.mem}), nil
 }
 
 // describer resolves --vision-model through reg; nil without one.
