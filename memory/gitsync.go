@@ -123,7 +123,9 @@ func (g *GitSyncAdapter) InitRepo(ctx context.Context, localDir, remoteURL strin
 	return err
 }
 
-func (g *GitSyncAdapter) remoteRef() string { return "refs/remotes/" + g.opt.Remote + "/" + g.opt.Branch }
+func (g *GitSyncAdapter) remoteRef() string {
+	return "refs/remotes/" + g.opt.Remote + "/" + g.opt.Branch
+}
 
 // rev returns the commit ref names, "" when it does not exist.
 func (g *GitSyncAdapter) rev(ctx context.Context, dir, ref string) string {
