@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"log/slog"
 
 	"github.com/spf13/pflag"
@@ -32,8 +33,9 @@ func (p *promptFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.visionModel, "vision-model", "", "provider:model that describes images for a model without image input, e.g. gemini:gemini-2.5-flash (images are otherwise replaced by a note)")
 }
 
-// fromEnv fills the flags left empty from WEFT_APPEND_SYSTEM, WEFT_BUNDLE
-// and WEFT_VISION_MODEL (weft serve does this for every flag itself).
+// fromEnv fills the flags left empty from WEFT_APPEND_SYSTEM, WEFT_BUNDLE,
+// WEFT_VISION_MODEL and WEFT_NO_MEMORY (weft serve does this for every
+// flag itself).
 func (p *promptFlags) fromEnv(getenv func(string) string) {
 	for _, f := range []struct {
 		v    *string
@@ -42,6 +44,9 @@ func (p *promptFlags) fromEnv(getenv func(string) string) {
 		if *f.v == "" {
 			*f.v = getenv(f.name)
 		}
+	}
+	if v, err := strconv.ParseBool(getenv("WEFT_NO_MEMORY")); err == nil && v {
+		p.noMemory = true
 	}
 }
 
