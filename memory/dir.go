@@ -32,6 +32,11 @@ const (
 	IndexFile = "MEMORY.md"
 	// maxNameLen bounds an entry's name.
 	maxNameLen = 64
+	// maxDescription bounds an entry's description, its line in the index.
+	maxDescription = 300
+	// staleTemp is the age past which OpenDir removes a temporary file: a
+	// write that old was interrupted (kill -9, a crash).
+	staleTemp = 10 * time.Minute
 )
 
 // Errors of file memory; messages say more.
@@ -147,7 +152,27 @@ func OpenDir(root string, opt DirOptions) (*Dir, error) {
 	if opt.MaxTotalBytes <= 0 {
 		opt.MaxTotalBytes = MaxTotalBytes
 	}
-	return &Dir{root: real, opt: opt}, nil
+	d := &Dir{root: real, opt: opt}
+	d.removeStaleTemps()
+	return d, nil
+}
+
+// removeStaleTemps deletes temporary files interrupted writes left
+// behind. Recent ones may belong to another process's write in progress.
+func (d *Dir) removeStaleTemps() {
+	des, err := os.ReadDir(d.root)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, de := range des {
+		if !strings.HasPrefix(de.Name(), ".tmp-") || !de.Type().IsRegular() {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) > staleTemp {
+			_ = os.Remove(filepath.Join(d.root, de.Name()))
+		}
+	}
 }
 
 // Path is the directory's absolute path, symlinks resolved (seed 000's
@@ -296,6 +321,14 @@ func (d *Dir) Write(e Entry) (Entry, error) {
 	e.Name = name
 	if strings.TrimSpace(e.Body) == "" {
 		return Entry{}, fmt.Errorf("%w: empty content", ErrInvalid)
+	}
+	switch e.Type {
+	case "", TypeUser, TypeFeedback, TypeProject, TypeReference:
+	default:
+		return Entry{}, fmt.Errorf("%w: type %.20q: want user, feedback, project or reference", ErrInvalid, e.Type)
+	}
+	if n := len([]rune(oneLine(e.Description))); n > maxDescription {
+		return Entry{}, fmt.Errorf("%w: the description has %d characters; keep it to one line under %d", ErrInvalid, n, maxDescription)
 	}
 	if err := d.WriteFile(name+".md", []byte(Render(e))); err != nil {
 		return Entry{}, err

@@ -73,6 +73,43 @@ func TestDirWriteReadIndex(t *testing.T) {
 	}
 }
 
+// TestDirRejectsMalformed: an unknown type, an over-long description and
+// empty content are refused; a temporary file an interrupted write left
+// behind is removed when the directory is next opened, a recent one (a
+// write in progress elsewhere) is not.
+func TestDirRejectsMalformed(t *testing.T) {
+	t.Parallel()
+	d := openTestDir(t, DirOptions{})
+	for _, e := range []Entry{
+		{Name: "a", Body: "x", Type: "instructions"},
+		{Name: "a", Body: "x", Description: strings.Repeat("long ", 100)},
+		{Name: "a", Body: " \n "},
+	} {
+		if _, err := d.Write(e); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Write(%+v): %v", e, err)
+		}
+	}
+	stale, fresh := filepath.Join(d.Path(), ".tmp-111"), filepath.Join(d.Path(), ".tmp-222")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDir(d.Path(), DirOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temporary file kept: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("recent temporary file removed: %v", err)
+	}
+}
+
 // TestDirHostileNames: an entry name never leaves the directory, and a
 // symlink planted in it is neither followed on read nor on write.
 func TestDirHostileNames(t *testing.T) {
