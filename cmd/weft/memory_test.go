@@ -74,6 +74,22 @@ func TestRunFileMemoryAcrossSessions(t *testing.T) {
 		t.Fatal("a fresh memory has a freshness note")
 	}
 
+	// weft chat has the tools and the section too: it sees the fact, and
+	// what it remembers (in the user scope) reaches the next weft run.
+	chatFake := llmtest.NewOpenAI(t).Push(
+		toolCall("call_c", "memory_remember", map[string]any{"name": "chat-fact", "scope": "user", "content": "CHAT-FACT-9902"}),
+		llmtest.Text("ok"))
+	env := map[string]string{"HOME": home, "WEFT_WORKSPACE": ws, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": chatFake.URL + "/v1"}
+	if _, stderr, err := run(t, env, "remember this\n/exit\n", "chat", "--yes", "--model", "openai:gpt-4.1"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if sys, _ := systemAndTools(t, chatFake.Requests()[0]); !strings.Contains(sys, "make check-FACT-7731") {
+		t.Fatalf("chat's prompt lacks the memory:\n%s", sys)
+	}
+	if _, err := os.Stat(filepath.Join(memory.UserDir(home), "chat-fact.md")); err != nil {
+		t.Fatalf("chat did not write user memory: %v", err)
+	}
+
 	// Three days later it carries the freshness note.
 	old := time.Now().Add(-72 * time.Hour)
 	if err := os.Chtimes(entry, old, old); err != nil {
@@ -81,7 +97,7 @@ func TestRunFileMemoryAcrossSessions(t *testing.T) {
 	}
 	fake = session(t, nil, llmtest.Text("ok"))
 	sys, _ = systemAndTools(t, fake.Requests()[0])
-	if !strings.Contains(sys, "<system-reminder>This memory is 3 days old.") {
+	if !strings.Contains(sys, "<system-reminder>This memory is 3 days old.") || !strings.Contains(sys, "CHAT-FACT-9902") {
 		t.Fatalf("no freshness note:\n%s", sys)
 	}
 
