@@ -74,6 +74,9 @@ func (g *GitSyncAdapter) git(ctx context.Context, dir string, args ...string) (s
 		"-c", "user.name=" + g.opt.CommitAuthorName, "-c", "user.email=" + g.opt.CommitAuthorEmail,
 		"-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", "-c", "merge.conflictstyle=merge",
 		"-c", "init.defaultBranch=" + g.opt.Branch,
+		// A remote URL comes from configuration; the transports that run
+		// commands stay off whatever git's defaults become.
+		"-c", "protocol.ext.allow=never",
 	}, args...)
 	cmd := exec.CommandContext(ctx, g.opt.Git, full...)
 	cmd.Dir = dir

@@ -178,7 +178,7 @@ func TestGitSyncPullPolicies(t *testing.T) {
 		{SyncConfig{Pull: PullNever}, false, false},
 	}
 	for _, tt := range tests {
-		t.Run(map[PullPolicy]string{PullOnSessionStart: "on-session-start", PullWithTTL: "ttl", PullAlways: "always", PullNever: "never"}[tt.cfg.Pull], func(t *testing.T) {
+		t.Run(tt.cfg.Pull.String(), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			r := newRemote(t)
@@ -267,5 +267,33 @@ func TestNoopSyncAdapter(t *testing.T) {
 	}
 	if _, _, warn, err := s.Remember(context.Background(), "", Entry{Name: "x", Body: "y"}); err != nil || warn != "" {
 		t.Fatalf("%v %q", err, warn)
+	}
+}
+
+func TestParsePolicies(t *testing.T) {
+	t.Parallel()
+	for _, p := range []ConflictPolicy{ConflictLocalWins, ConflictServerWins, ConflictMerge, ConflictFail} {
+		if got, err := ParseConflictPolicy(p.String()); err != nil || got != p {
+			t.Errorf("ParseConflictPolicy(%q) = %v, %v", p, got, err)
+		}
+	}
+	for _, p := range []PullPolicy{PullOnSessionStart, PullWithTTL, PullAlways, PullNever} {
+		if got, err := ParsePullPolicy(p.String()); err != nil || got != p {
+			t.Errorf("ParsePullPolicy(%q) = %v, %v", p, got, err)
+		}
+	}
+	if c, err := ParseConflictPolicy(""); err != nil || c != ConflictLocalWins {
+		t.Error("empty conflict policy")
+	}
+	if p, err := ParsePullPolicy(""); err != nil || p != PullOnSessionStart {
+		t.Error("empty pull policy")
+	}
+	for _, bad := range []string{"LOCAL", "unknown", "local_wins"} {
+		if _, err := ParseConflictPolicy(bad); err == nil {
+			t.Errorf("ParseConflictPolicy(%q) accepted", bad)
+		}
+		if _, err := ParsePullPolicy(bad); err == nil {
+			t.Errorf("ParsePullPolicy(%q) accepted", bad)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -162,4 +163,46 @@ func (s *syncer) push(ctx context.Context) (int, error) {
 	// ServerWins and Merge may have changed local files.
 	s.dir.gen.Add(1)
 	return n, err
+}
+
+// ParseConflictPolicy reads a policy as configuration spells it:
+// "local-wins", "server-wins", "merge" or "fail" ("" is local-wins).
+func ParseConflictPolicy(s string) (ConflictPolicy, error) {
+	for _, p := range []ConflictPolicy{ConflictLocalWins, ConflictServerWins, ConflictMerge, ConflictFail} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	if s == "" {
+		return ConflictLocalWins, nil
+	}
+	return 0, fmt.Errorf("conflict policy %q: want local-wins, server-wins, merge or fail", s)
+}
+
+func (p PullPolicy) String() string {
+	switch p {
+	case PullOnSessionStart:
+		return "session-start"
+	case PullWithTTL:
+		return "ttl"
+	case PullAlways:
+		return "always"
+	case PullNever:
+		return "never"
+	}
+	return "unknown"
+}
+
+// ParsePullPolicy reads "session-start", "ttl", "always" or "never" (""
+// is session-start).
+func ParsePullPolicy(s string) (PullPolicy, error) {
+	for _, p := range []PullPolicy{PullOnSessionStart, PullWithTTL, PullAlways, PullNever} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	if s == "" {
+		return PullOnSessionStart, nil
+	}
+	return 0, fmt.Errorf("pull policy %q: want session-start, ttl, always or never", s)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -27,7 +28,11 @@ func (p *promptFlags) openMemory(env environ, ws string, guard secret.Guard, set
 	if _, off := guard.(secret.NoopGuard); off || guard == nil {
 		guard = secret.NewDefaultGuard()
 	}
-	fs, err := memory.NewFileStore(memory.FileStoreConfig{Home: home, Workspace: ws, Guard: guard, Secrets: set, Logger: log})
+	sync, err := memorySync(env, home)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := memory.NewFileStore(memory.FileStoreConfig{Home: home, Workspace: ws, Guard: guard, Secrets: set, Logger: log, Sync: sync})
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w (--no-memory runs without it)", err)
 	}
@@ -45,4 +50,35 @@ func (f *serveFlags) serveMemory(env environ, ws string, guard secret.Guard, set
 		return nil, nil
 	}
 	return f.promptFlags.openMemory(env, ws, guard, set, log)
+}
+
+// memorySync is the user memory's sync, from WEFT_MEMORY_REMOTE (a git
+// URL; none: no sync), WEFT_MEMORY_CONFLICT (local-wins, server-wins,
+// merge, fail) and WEFT_MEMORY_PULL (session-start, always, never).
+func memorySync(env environ, home string) (*memory.Sync, error) {
+	remote := env.getenv("WEFT_MEMORY_REMOTE")
+	if remote == "" {
+		return nil, nil
+	}
+	conflict, err := memory.ParseConflictPolicy(env.getenv("WEFT_MEMORY_CONFLICT"))
+	if err != nil {
+		return nil, fmt.Errorf("WEFT_MEMORY_CONFLICT: %w", err)
+	}
+	pull, err := memory.ParsePullPolicy(env.getenv("WEFT_MEMORY_PULL"))
+	if err != nil {
+		return nil, fmt.Errorf("WEFT_MEMORY_PULL: %w", err)
+	}
+	if pull == memory.PullWithTTL {
+		return nil, fmt.Errorf("WEFT_MEMORY_PULL: ttl is for the Go API; want session-start, always or never")
+	}
+	g := memory.NewGitSyncAdapter(memory.GitSyncOptions{})
+	if !g.IsAvailable() {
+		return nil, fmt.Errorf("WEFT_MEMORY_REMOTE: syncing memory needs git, which is not on PATH")
+	}
+	// Local commands only (init, remote add): the remote is first reached
+	// by the session's first pull.
+	if err := g.InitRepo(context.Background(), memory.UserDir(home), remote); err != nil {
+		return nil, fmt.Errorf("WEFT_MEMORY_REMOTE: %w", err)
+	}
+	return &memory.Sync{Adapter: g, Config: memory.SyncConfig{Pull: pull, Conflict: conflict}}, nil
 }

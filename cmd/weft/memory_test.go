@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,5 +171,48 @@ func TestServeFileMemory(t *testing.T) {
 	sys, _ := systemAndTools(t, fake.Requests()[0])
 	if !strings.Contains(sys, "SERVE-FACT-42") {
 		t.Fatalf("serve's system prompt lacks the memory:\n%s", sys)
+	}
+}
+
+// TestRunMemorySyncAcrossMachines: with WEFT_MEMORY_REMOTE, what one
+// machine's weft run remembers in the user scope is pushed to the remote
+// (a local bare repository) and pulled into another machine's next
+// session's prompt.
+func TestRunMemorySyncAcrossMachines(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed (.ci/run installs it)")
+	}
+	bare := filepath.Join(t.TempDir(), "memory.git")
+	cmd := exec.Command("git", "init", "-q", "--bare", bare)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	session := func(t *testing.T, home string, extra map[string]string, scripts ...llmtest.Script) (*llmtest.Server, error) {
+		fake := llmtest.NewOpenAI(t).Push(scripts...)
+		env := map[string]string{"HOME": home, "WEFT_WORKSPACE": t.TempDir(), "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL + "/v1",
+			"WEFT_MEMORY_REMOTE": bare}
+		for k, v := range extra {
+			env[k] = v
+		}
+		_, _, err := run(t, env, "", "run", "--yes", "--model", "openai:gpt-4.1", "go")
+		return fake, err
+	}
+	laptop, desktop := t.TempDir(), t.TempDir()
+	if _, err := session(t, laptop, nil,
+		toolCall("c1", "memory_remember", map[string]any{"name": "editor", "scope": "user", "content": "SYNCED-FACT-5150"}),
+		llmtest.Text("ok")); err != nil {
+		t.Fatal(err)
+	}
+	fake, err := session(t, desktop, nil, llmtest.Text("ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys, _ := systemAndTools(t, fake.Requests()[0]); !strings.Contains(sys, "SYNCED-FACT-5150") {
+		t.Fatalf("the other machine's prompt lacks the synced memory:\n%s", sys)
+	}
+	if _, err := session(t, t.TempDir(), map[string]string{"WEFT_MEMORY_CONFLICT": "yolo"}); err == nil || !strings.Contains(err.Error(), "WEFT_MEMORY_CONFLICT") {
+		t.Fatalf("a bad policy: %v", err)
 	}
 }
