@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"log/slog"
+	"strconv"
 
 	"github.com/spf13/pflag"
 
