@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -498,5 +499,51 @@ func TestProjectDir(t *testing.T) {
 	}
 	if ProjectDir(home, t.TempDir()) == a {
 		t.Fatal("two workspaces share a directory")
+	}
+}
+
+// TestDirConcurrentWriters: two Dirs on one directory (two weft
+// processes) writing at once lose no entry, and the index ends up listing
+// every entry.
+func TestDirConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "memory")
+	a, err := OpenDir(root, DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenDir(root, DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	for i, d := range []*Dir{a, b} {
+		go func() {
+			for j := range 10 {
+				if _, err := d.Write(Entry{Name: fmt.Sprintf("p%d-e%d", i, j), Body: "fact"}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, _, err := a.List()
+	if err != nil || len(entries) != 20 {
+		t.Fatalf("%d entries, %v", len(entries), err)
+	}
+	// The last index written may predate the other process's last entry;
+	// the next write (or UpdateIndex) lists everything.
+	if err := a.UpdateIndex(); err != nil {
+		t.Fatal(err)
+	}
+	idx, _, _ := a.Index()
+	if n := strings.Count(idx, "\n- ["); n != 20 {
+		t.Fatalf("index lists %d entries:\n%s", n, idx)
 	}
 }

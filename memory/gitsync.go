@@ -100,6 +100,10 @@ func (g *GitSyncAdapter) git(ctx context.Context, dir string, args ...string) (s
 // again is harmless). When the remote already has the branch, local
 // entries are kept and merged on the next Push.
 func (g *GitSyncAdapter) InitRepo(ctx context.Context, localDir, remoteURL string) error {
+	if strings.HasPrefix(remoteURL, "-") || remoteURL == "" {
+		// git would read it as an option (--upload-pack=...).
+		return fmt.Errorf("memory sync: remote %q is not a URL", remoteURL)
+	}
 	if err := os.MkdirAll(localDir, 0o700); err != nil {
 		return err
 	}
