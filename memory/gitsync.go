@@ -115,11 +115,16 @@ func (g *GitSyncAdapter) InitRepo(ctx context.Context, localDir, remoteURL strin
 			return err
 		}
 	}
-	// Temporary files of an interrupted write are never synced.
+	// Temporary files of an interrupted write are never synced, nor is
+	// the index: each side derives it from its entries, and two sides
+	// that both added entries would otherwise always conflict on it.
 	if err := os.MkdirAll(filepath.Join(localDir, ".git", "info"), 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(localDir, ".git", "info", "exclude"), []byte(".tmp-*\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(localDir, ".git", "info", "exclude"), []byte(".tmp-*\n/"+IndexFile+"\n"), 0o600); err != nil {
+		return err
+	}
+	if _, err := g.git(ctx, localDir, "rm", "-q", "--cached", "--ignore-unmatch", "--", IndexFile); err != nil {
 		return err
 	}
 	if _, err := g.git(ctx, localDir, "remote", "get-url", g.opt.Remote); err == nil {
@@ -273,7 +278,9 @@ func (g *GitSyncAdapter) pushOnce(ctx context.Context, dir string, policy Confli
 		return 0, false, err
 	case ConflictMerge:
 		// What git pull --no-rebase does after the fetch above.
-		if _, err := g.git(ctx, dir, "merge", "-q", "--no-edit", remote); err != nil {
+		// Unrelated histories: a machine that had memory of its own before
+		// it first synced.
+		if _, err := g.git(ctx, dir, "merge", "-q", "--no-edit", "--allow-unrelated-histories", remote); err != nil {
 			unmerged, uerr := g.git(ctx, dir, "diff", "--name-only", "--diff-filter=U")
 			if uerr != nil || unmerged == "" {
 				return 0, false, err

@@ -115,6 +115,11 @@ func TestGitSyncConflictPolicies(t *testing.T) {
 			if !strings.Contains(body(t, b, "shared"), "A-VERSION") {
 				t.Fatal("B lacks A's change")
 			}
+			// The index is derived from the entries on each side, never
+			// synced, so it cannot conflict.
+			if idx := r.file("MEMORY.md"); idx != "" {
+				t.Fatalf("the index was synced:\n%s", idx)
+			}
 		}},
 		{policy: ConflictFail, sameFile: true, wantErr: ErrSyncConflict, check: func(t *testing.T, r *remote, b *Dir) {
 			if got := r.file("shared.md"); !strings.Contains(got, "A-VERSION") {
@@ -199,6 +204,9 @@ func TestGitSyncPullPolicies(t *testing.T) {
 			}
 			if got := strings.Contains(s.MemoryPrompt(ctx), "FIRST-FACT"); got != tt.seenAtStart {
 				t.Fatalf("first entry in the session's prompt: %v, want %v", got, tt.seenAtStart)
+			}
+			if idx, _, _ := s.Dir(ScopeUser).Index(); strings.Contains(idx, "[first]") != tt.seenAtStart {
+				t.Fatalf("index after the pull:\n%s", idx)
 			}
 			mustWrite(t, a, "second", "SECOND-FACT")
 			if _, err := ga.Push(ctx, a.Path(), ConflictLocalWins); err != nil {
@@ -295,5 +303,39 @@ func TestParsePolicies(t *testing.T) {
 		if _, err := ParsePullPolicy(bad); err == nil {
 			t.Errorf("ParsePullPolicy(%q) accepted", bad)
 		}
+	}
+}
+
+// TestGitSyncMergeFirstSync: a machine with memory of its own joins a
+// remote that has memory too; under ConflictMerge both survive.
+func TestGitSyncMergeFirstSync(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRemote(t)
+	a, ga := r.machine(ctx)
+	mustWrite(t, a, "from-a", "A-FACT")
+	if _, err := ga.Push(ctx, a.Path(), ConflictMerge); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenDir(filepath.Join(t.TempDir(), "memory"), DirOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, b, "from-b", "B-FACT")
+	gb := NewGitSyncAdapter(GitSyncOptions{})
+	if err := gb.InitRepo(ctx, b.Path(), r.path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gb.Pull(ctx, b.Path()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gb.Push(ctx, b.Path(), ConflictMerge); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.file("from-a.md"), "A-FACT") || !strings.Contains(r.file("from-b.md"), "B-FACT") {
+		t.Fatal("the first sync lost a side")
+	}
+	if !strings.Contains(body(t, b, "from-a"), "A-FACT") {
+		t.Fatal("B lacks A's entry")
 	}
 }

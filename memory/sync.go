@@ -148,7 +148,8 @@ func (s *syncer) maybePull(ctx context.Context) error {
 	s.pulled, s.lastPull = true, now
 	n, err := s.sync.Adapter.Pull(ctx, s.dir.Path())
 	if n > 0 {
-		s.dir.gen.Add(1)
+		// The index is not synced: rebuild it from the entries pulled.
+		err = errors.Join(err, s.dir.UpdateIndex())
 	}
 	return err
 }
@@ -160,9 +161,8 @@ func (s *syncer) push(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, err := s.sync.Adapter.Push(ctx, s.dir.Path(), s.sync.Config.Conflict)
-	// ServerWins and Merge may have changed local files.
-	s.dir.gen.Add(1)
-	return n, err
+	// ServerWins and Merge may have changed local entries.
+	return n, errors.Join(err, s.dir.UpdateIndex())
 }
 
 // ParseConflictPolicy reads a policy as configuration spells it:
