@@ -461,6 +461,18 @@ func readRegular(p string, limit int64) ([]byte, os.FileInfo, error) {
 	return b, after, nil
 }
 
+// ReadFile reads rel (a path inside the directory, see Resolve), refusing
+// symlinks and files over the entry cap: the read half of a restricted
+// writer's Edit.
+func (d *Dir) ReadFile(rel string) ([]byte, error) {
+	p, err := d.Resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := readRegular(p, max(d.opt.MaxEntryBytes, MaxIndexBytes))
+	return b, err
+}
+
 // Read returns the entry name.
 func (d *Dir) Read(name string) (Entry, error) {
 	n, err := CheckName(name)

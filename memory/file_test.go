@@ -161,6 +161,15 @@ func TestDirHostileNames(t *testing.T) {
 		if _, err := d.Read("leak"); !errors.Is(err, ErrOutside) {
 			t.Fatalf("Read through a symlink: %v", err)
 		}
+		if _, err := d.ReadFile("leak.md"); !errors.Is(err, ErrOutside) {
+			t.Fatalf("ReadFile through a symlink: %v", err)
+		}
+		if _, err := d.ReadFile("sub/id_rsa"); !errors.Is(err, ErrOutside) {
+			t.Fatalf("ReadFile through a linked directory: %v", err)
+		}
+		if _, err := d.ReadFile("../id_rsa"); !errors.Is(err, ErrOutside) {
+			t.Fatalf("ReadFile of ../: %v", err)
+		}
 		entries, skipped, err := d.List()
 		if err != nil || len(entries) != 0 || len(skipped) != 1 || skipped[0].File != "leak.md" {
 			t.Fatalf("List %v skipped %v err %v", entries, skipped, err)
