@@ -1,7 +1,17 @@
-// Package memory is weft's cross-session memory (seed 001, "跨会话记忆"):
-// long-term facts kept per user, found again by keyword overlap weighted
-// by recency, and handed to the planner. It is experimental and off unless
-// a setting turns it on, because a memory can be wrong.
+// Package memory is weft's cross-session memory, in two forms.
+//
+// File memory (FileStore, Dir; seed 004 §6 and seed 000) is what weft run,
+// chat and serve use: Markdown entries in ~/.weft/memory/ and
+// ~/.weft/projects/<hash>/memory/ with a MEMORY.md index, written by the
+// memory tools through the secret guard and the caps, shown in the system
+// prompt of later sessions with freshness notes, and optionally synced
+// (SyncAdapter, GitSyncAdapter). See docs/memory.md.
+//
+// Service is the per-user store of weft serve --memory (seed 001,
+// "跨会话记忆"): long-term facts kept per user in the database, found again
+// by keyword overlap weighted by recency, and handed to the planner. It is
+// experimental and off unless a setting turns it on, because a memory can
+// be wrong.
 package memory
 
 import (

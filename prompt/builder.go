@@ -46,6 +46,18 @@ type Config struct {
 	// Now gives the date the environment section shows; nil means
 	// time.Now.
 	Now func() time.Time
+	// Memory supplies the memory section (what the agent remembered in
+	// earlier sessions, package memory's FileStore); nil means none.
+	Memory MemorySource
+}
+
+// MemorySource renders the agent's memory for the system prompt: an
+// XML-tagged section, "" when there is nothing to show. Implementations
+// cache (the builder asks on every model call) and keep their bytes
+// stable while the memory does not change, because the section is part of
+// the prompt's stable block.
+type MemorySource interface {
+	MemoryPrompt(ctx context.Context) string
 }
 
 // Builder assembles system prompts. It is safe for concurrent use and
@@ -178,6 +190,9 @@ func (b *Builder) Build(ctx context.Context, req Request) Prompt {
 	} else if b.cfg.Workspace != "" {
 		_, env.RepoRoot = projectDirs(b.cfg.Workspace, b.cfg.Home)
 	}
+	if b.cfg.Memory != nil {
+		env.Memory = b.cfg.Memory.MemoryPrompt(ctx)
+	}
 	if !b.cfg.NoSkills && hasTool(req.Tools, SkillToolName) {
 		env.Skills = b.skills.list()
 		p.Skills = env.Skills
@@ -203,6 +218,10 @@ func (b *Builder) Build(ctx context.Context, req Request) Prompt {
 		}
 	}
 	all := append(append([]*Section(nil), static...), dynamic...)
+	if env.Memory != "" && !hasSection(all, MemorySectionName) {
+		// A bundle of someone else's that predates memory still shows it.
+		all = append(all, DynamicSection(MemorySectionName, memoryText))
+	}
 	for _, kind := range []Kind{Static, Dynamic} {
 		for _, s := range all {
 			if s != nil && s.Kind == kind {
@@ -256,6 +275,15 @@ func fingerprint(env Env, replace string) string {
 	_ = enc.Encode(env)
 	h.Write([]byte(replace))
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func hasSection(list []*Section, name string) bool {
+	for _, s := range list {
+		if s != nil && s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func hasTool(tools []llm.ToolSpec, name string) bool {

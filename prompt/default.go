@@ -133,6 +133,13 @@ func (t *texts) instructions(ctx context.Context) string {
 
 func appendText(ctx context.Context) string { return AppendPromptFromCtx(ctx) }
 
+// MemorySectionName is the section that shows the agent's memory. It is
+// dynamic: the builder's memo keeps its bytes while the memory is
+// unchanged, so it stays in the prompt's stable (cached) block.
+const MemorySectionName = "memory"
+
+func memoryText(ctx context.Context) string { return MemoryFromCtx(ctx) }
+
 // sharedDynamic are the dynamic sections every built-in bundle has, in
 // the order they appear.
 func sharedDynamic(t *texts) []*Section {
@@ -141,6 +148,7 @@ func sharedDynamic(t *texts) []*Section {
 		DynamicSection("tool_descs", t.tools),
 		DynamicSection("skills", t.skills),
 		DynamicSection("instructions", t.instructions),
+		DynamicSection(MemorySectionName, memoryText),
 		DynamicSection("append", appendText),
 	}
 }
@@ -165,5 +173,5 @@ var defaultBundle = NewBundleFromFunc(
 
 // DefaultBundle is weft's English programming bundle (DefaultKey).
 // Static: intro, doing_tasks, tool_use, communication, safety. Dynamic:
-// env_info, tool_descs, skills, instructions, append.
+// env_info, tool_descs, skills, instructions, memory, append.
 func DefaultBundle() Bundle { return defaultBundle }

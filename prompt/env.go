@@ -28,6 +28,8 @@ type Env struct {
 	// Skills are the skills the Skill tool can load (empty when the tool
 	// is not among Tools).
 	Skills []Skill
+	// Memory is the memory section's text (Config.Memory), "" for none.
+	Memory string
 	// Append is the caller's text to add at the end (--append-system).
 	Append string
 	// Language is the prompt's language ("en", "zh"), for sections shared
@@ -73,3 +75,6 @@ func InstructionsFromCtx(ctx context.Context) string { return EnvFrom(ctx).Instr
 
 // SkillsFromCtx are the skills the model may load.
 func SkillsFromCtx(ctx context.Context) []Skill { return EnvFrom(ctx).Skills }
+
+// MemoryFromCtx is the memory section's text.
+func MemoryFromCtx(ctx context.Context) string { return EnvFrom(ctx).Memory }

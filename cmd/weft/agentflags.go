@@ -125,6 +125,11 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return errors.Join(closeModel(), bp.close())
 	}
 	a.promptFlags.fromEnv(env.getenv)
+	memTools, err := a.promptFlags.openMemory(env, ws, bp.merged.Guard, set, log)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
 	pb, err := a.promptFlags.builder(env, ws, log)
 	if err != nil {
 		closeAll()
@@ -136,7 +141,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
-	reg, err := cliTools(toolCfg, tasks, promptTools(pb, toolCfg, info, describer)...)
+	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), memTools...)...)
 	if err != nil {
 		closeAll()
 		return nil, nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -20,16 +21,21 @@ type promptFlags struct {
 	appendSystem string
 	bundle       string
 	visionModel  string
+	noMemory     bool
+	// mem is the file memory openMemory opened; builder shows it.
+	mem prompt.MemorySource
 }
 
 func (p *promptFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.appendSystem, "append-system", "", "text added at the end of the system prompt, after weft's (or --system's) and the project's instructions")
 	f.StringVar(&p.bundle, "bundle", "", "prompt bundle as family/scenario, e.g. qwen/programming or claude/programming (default: the bundle for the model's family; see docs/agents.md)")
+	f.BoolVar(&p.noMemory, "no-memory", false, "no file memory: no memory_remember/search/forget tools and no memory section in the system prompt (see docs/memory.md)")
 	f.StringVar(&p.visionModel, "vision-model", "", "provider:model that describes images for a model without image input, e.g. gemini:gemini-2.5-flash (images are otherwise replaced by a note)")
 }
 
-// fromEnv fills the flags left empty from WEFT_APPEND_SYSTEM, WEFT_BUNDLE
-// and WEFT_VISION_MODEL (weft serve does this for every flag itself).
+// fromEnv fills the flags left empty from WEFT_APPEND_SYSTEM, WEFT_BUNDLE,
+// WEFT_VISION_MODEL and WEFT_NO_MEMORY (weft serve does this for every
+// flag itself).
 func (p *promptFlags) fromEnv(getenv func(string) string) {
 	for _, f := range []struct {
 		v    *string
@@ -39,6 +45,9 @@ func (p *promptFlags) fromEnv(getenv func(string) string) {
 			*f.v = getenv(f.name)
 		}
 	}
+	if v, err := strconv.ParseBool(getenv("WEFT_NO_MEMORY")); err == nil && v {
+		p.noMemory = true
+	}
 }
 
 // builder is the prompt builder of a command working in ws.
@@ -47,7 +56,7 @@ func (p *promptFlags) builder(env environ, ws string, log *slog.Logger) (*prompt
 	if err != nil {
 		return nil, fmt.Errorf("--bundle: %w", err)
 	}
-	return prompt.New(prompt.Config{Key: key, Workspace: ws, Home: env.getenv("HOME"), Append: p.appendSystem, Logger: log}), nil
+	return prompt.New(prompt.Config{Key: key, Workspace: ws, Home: env.getenv("HOME"), Append: p.appendSystem, Logger: log, Memory: p.mem}), nil
 }
 
 // describer resolves --vision-model through reg; nil without one.

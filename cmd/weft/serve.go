@@ -389,6 +389,10 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		}
 	}()
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
+	memTools, err := f.serveMemory(env, ws, bp.merged.Guard, set, log) // file memory (docs/memory.md)
+	if err != nil {
+		return err
+	}
 	pb, err := f.promptFlags.builder(env, ws, log)
 	if err != nil {
 		return err
@@ -406,7 +410,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			defInfo, defProvider = info, p.Name()
 		}
 	}
-	tools, err := tool.NewRegistry(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...)...)
+	tools, err := tool.NewRegistry(append(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...), memTools...)...)
 	if err != nil {
 		return err
 	}
