@@ -522,7 +522,8 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	srv := server.New(server.Config{Runtime: rt, Runs: runs, Background: bg, BearerToken: f.bearerToken, Metrics: metrics,
 		CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
-		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version(), UI: ui})
+		MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Logger: log, Version: version(), UI: ui,
+		Checkpoints: bp.ckptWorkspace()})
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
