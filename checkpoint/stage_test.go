@@ -234,3 +234,39 @@ func TestPipelineCheckpoints(t *testing.T) {
 		t.Fatalf("audit entry = %+v", got)
 	}
 }
+
+// TestCheckpointPerChange: within one turn, every call that follows a
+// change gets a checkpoint of its own (the state right before it), and a
+// call after one that changed nothing reuses the turn's checkpoint.
+func TestCheckpointPerChange(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	put(t, ws, "keep/x.txt", "x\n")
+	h := newHarness(t, ws, Options{})
+	_, a := h.call("Write", map[string]any{"file_path": "a.txt", "content": "a\n"})
+	_, b := h.call("Write", map[string]any{"file_path": "b.txt", "content": "b\n"})
+	_, c := h.call("Bash", map[string]any{"command": "mkdir -p keep"})
+	_, d := h.call("Bash", map[string]any{"command": "mkdir -p keep"})
+	if a == "" || b == "" || a == b || c == b {
+		t.Fatalf("checkpoints %q %q %q: each call after a change needs its own", a, b, c)
+	}
+	if d != c {
+		t.Fatalf("a call after one that changed nothing got %q, want the turn's %q", d, c)
+	}
+	list, err := h.workspace().List(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 3 {
+		t.Fatalf("%d checkpoints, want 3: %+v", len(list), list)
+	}
+	// Undo takes back b.txt only, then a.txt.
+	for _, gone := range []string{"b.txt", "a.txt"} {
+		if _, err := h.workspace().Undo(context.Background(), "s1", RestoreOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(ws, gone)); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there after an undo: %v", gone, err)
+		}
+	}
+}

@@ -144,7 +144,7 @@ func Open(opts Options) (*Store, error) {
 	// end-of-line conversion, no filter, no $Id$ expansion. info/attributes
 	// outranks every .gitattributes file.
 	if err := writeIfChanged(filepath.Join(s.gitDir, "info", "attributes"),
-		"* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"); err != nil {
+		"* -text -eol -filter -ident -working-tree-encoding -merge\n"); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	excl := strings.Join(append(append([]string(nil), DefaultExcludes...), opts.Exclude...), "\n") + "\n"

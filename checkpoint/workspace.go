@@ -20,8 +20,9 @@ type Meta struct {
 
 // Snapshot takes a checkpoint of the workspace before the call meta
 // describes. When nothing changed since the session's last checkpoint and
-// it was taken in the same turn, that one is returned (Reused) instead: a
-// turn's calls are all checked before any of them runs, so they share one.
+// it was taken in the same turn, that one is returned (Reused) instead:
+// at most one checkpoint a turn while nothing changes (calls in parallel,
+// or a command that turned out to change nothing).
 func (w *Workspace) Snapshot(ctx context.Context, meta Meta) (Checkpoint, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -36,7 +37,10 @@ func (w *Workspace) Snapshot(ctx context.Context, meta Meta) (Checkpoint, error)
 			return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 		}
 		last := c.lastListed()
-		if last >= 0 && c.entries[len(c.entries)-1].tree == tree {
+		// Compared with the checkpoint itself, not with the newest entry:
+		// an after that matches the workspace only says the last call's
+		// changes are still there, and those the checkpoint lacks.
+		if last >= 0 && c.entries[last].tree == tree {
 			if l := c.entries[last]; l.rec.Kind == kindCheckpoint && l.rec.Turn == meta.Turn {
 				cp := l.checkpoint()
 				cp.Reused = true
