@@ -76,6 +76,35 @@ func readOnlyArgs(name string, args []string) bool {
 				return false
 			}
 		}
+	case "tree":
+		// -o writes its listing to a file; -R with -H writes 00Tree.html
+		// into every directory.
+		for _, a := range args {
+			if strings.HasPrefix(a, "-o") || (shortFlags(a) && strings.ContainsAny(a, "oR")) {
+				return false
+			}
+		}
+	case "file":
+		// -C compiles a magic file: it writes <name>.mgc.
+		for _, a := range args {
+			if a == "--compile" || (shortFlags(a) && strings.Contains(a, "C")) {
+				return false
+			}
+		}
+	case "base64", "base32":
+		// BSD base64 writes -o's file.
+		for _, a := range args {
+			if strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "--output") {
+				return false
+			}
+		}
+	case "rg":
+		// --pre runs a program on every file searched.
+		for _, a := range args {
+			if a == "--pre" || strings.HasPrefix(a, "--pre=") {
+				return false
+			}
+		}
 	case "find":
 		for _, a := range args {
 			switch a {
@@ -89,7 +118,10 @@ func readOnlyArgs(name string, args []string) bool {
 			return false
 		}
 		for _, a := range args {
-			if strings.HasPrefix(a, "--output") || a == "-o" {
+			// --output writes the diff or log to a file; grep's -O
+			// (--open-files-in-pager) runs an editor on the files.
+			if strings.HasPrefix(a, "--output") || a == "-o" || strings.HasPrefix(a, "--open-files-in-pager") ||
+				(sub == "grep" && shortFlags(a) && strings.Contains(a, "O")) {
 				return false
 			}
 		}
