@@ -3,10 +3,14 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/tool"
 )
 
 // agentCall runs fn as one agent call: a checkpoint before it, the record of
@@ -220,4 +224,35 @@ func TestHostileSessionIDs(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(s.gitDir, "HEAD")); string(b) != string(head) {
 		t.Errorf("the store's HEAD changed: %q", b)
 	}
+}
+
+// TestTooManyFiles: a workspace with more files than MaxFiles (weft
+// started in a home directory) is refused rather than copied into the
+// store, and the stage then stops trying for that workspace: the call
+// runs, the audit notes why there is no checkpoint.
+func TestTooManyFiles(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for i := range 30 {
+		put(t, ws, filepath.Join("d", strings.Repeat("x", i+1)), "x")
+	}
+	w, err := openStore(t, Options{MaxFiles: 10}).Workspace(ws)
+	must(t, err)
+	if _, err := w.Snapshot(context.Background(), Meta{Session: "s", Turn: 1}); !errors.Is(err, ErrTooManyFiles) {
+		t.Fatalf("snapshot of 30 files with MaxFiles 10: %v", err)
+	}
+	h := newHarness(t, ws, Options{MaxFiles: 10})
+	for range 2 {
+		h.n++
+		in := []byte(`{"file_path":"new.txt","content":"x"}`)
+		tl, _ := h.reg.Get("Write")
+		v := h.pol.Before(context.Background(), policyCall(h.n, "Write", in, tl), nil, nil)
+		if !v.Allow || v.Notes[NoteCheckpoint] != "" || !strings.Contains(v.Notes[NoteCheckpointError], "too many files") {
+			t.Fatalf("verdict %+v", v)
+		}
+	}
+}
+
+func policyCall(n int, name string, in []byte, t tool.Tool) policy.Call {
+	return policy.Call{ToolUseID: fmt.Sprintf("call_%d", n), Tool: name, Input: in, Spec: t.Spec(), Turn: 1}
 }

@@ -61,19 +61,53 @@ func (w *Workspace) git(index string) *gitCmd {
 // again). The copy keeps the original's modification time, which git
 // compares with the files' to tell a racily changed file.
 func (w *Workspace) tree(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.s.opts.Timeout)
+	return w.treeOpts(ctx, false)
+}
+
+// treeOpts is tree; refresh also re-reads the stat data of every file into
+// the index (Warm).
+func (w *Workspace) treeOpts(ctx context.Context, refresh bool) (string, error) {
+	timeout := w.s.opts.Timeout
+	if _, err := os.Stat(w.indexPath()); err != nil {
+		timeout = max(timeout, ColdTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tree, err := w.treeWith(ctx, true)
+	tree, err := w.treeWith(ctx, true, refresh)
 	if err != nil && ctx.Err() == nil {
 		// A damaged index, or one naming a blob the store has since
 		// packed away: start from an empty one.
 		w.s.opts.Logger.Warn("checkpoint: snapshot failed; retrying with a fresh index", "workspace", w.dir, "error", err)
-		tree, err = w.treeWith(ctx, false)
+		tree, err = w.treeWith(ctx, false, refresh)
 	}
 	return tree, err
 }
 
-func (w *Workspace) treeWith(ctx context.Context, warm bool) (string, error) {
+// Warm snapshots the workspace without recording a checkpoint, so that
+// the first checkpoint only looks at what changed since: weft calls it in
+// the background as it starts. It also refreshes the index's stat data:
+// a file written in the same second as the index was is "racily clean"
+// to git, which then compares its content at every snapshot until a
+// refresh records it as clean.
+func (w *Workspace) Warm(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.treeOpts(ctx, true)
+	return err
+}
+
+// WarmInBackground runs Warm on its own goroutine; Store.Close stops it.
+func (w *Workspace) WarmInBackground() {
+	w.s.gcs.Add(1)
+	go func() {
+		defer w.s.gcs.Done()
+		if err := w.Warm(w.s.bg); err != nil && w.s.bg.Err() == nil {
+			w.s.opts.Logger.Warn("checkpoint: warming the workspace's index failed", "workspace", w.dir, "error", err)
+		}
+	}()
+}
+
+func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, error) {
 	tmp, err := w.tempIndex(warm)
 	if err != nil {
 		return "", err
@@ -92,6 +126,9 @@ func (w *Workspace) treeWith(ctx context.Context, warm bool) (string, error) {
 		return "", err
 	}
 	add, remove := w.sort(out)
+	if m := w.s.opts.MaxFiles; m > 0 && len(add) > m {
+		return "", fmt.Errorf("%w: %d to add, at most %d", ErrTooManyFiles, len(add), m)
+	}
 	if len(remove) > 0 {
 		if _, err := g.run(ctx, bytes.NewReader(nulJoin(remove)), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return "", err
@@ -113,6 +150,12 @@ func (w *Workspace) treeWith(ctx context.Context, warm bool) (string, error) {
 			if _, err := g.run(ctx, bytes.NewReader(nulJoin(ign)), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return "", err
 			}
+		}
+	}
+	if refresh {
+		// Exit status 1 lists files that need an update: not an error.
+		if _, err := g.run(ctx, nil, "update-index", "-q", "--refresh", "--ignore-missing", "--unmerged"); err != nil && ctx.Err() != nil {
+			return "", err
 		}
 	}
 	out, err = g.run(ctx, nil, "write-tree")

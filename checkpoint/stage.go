@@ -93,7 +93,7 @@ func (s *Stage) Check(ctx context.Context, st *policy.State) policy.Decision {
 	}
 	cp, err := ws.Snapshot(ctx, Meta{Session: s.session(st), Turn: st.Call.Turn, Tool: st.Call.Tool, ToolCallID: st.Call.ToolUseID})
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) || errors.Is(err, ErrTooManyFiles) {
 			s.stall(st.Policy.Workspace)
 		}
 		return s.failed(st, err)
@@ -102,7 +102,7 @@ func (s *Stage) Check(ctx context.Context, st *policy.State) policy.Decision {
 	return policy.Decision{}
 }
 
-var errStalled = errors.New("checkpoint: an earlier snapshot of this workspace timed out; snapshots are off for it until weft restarts")
+var errStalled = errors.New("checkpoint: an earlier snapshot of this workspace timed out or found too many files; snapshots are off for it until weft restarts")
 
 func (s *Stage) failed(st *policy.State, err error) policy.Decision {
 	logger(st.Policy).Warn("workspace checkpoint failed", "tool", st.Call.Tool, "workspace", st.Policy.Workspace, "error", err)

@@ -50,6 +50,10 @@ type Options struct {
 	// IncludeBinary keeps binary files (a NUL byte near the start) in
 	// snapshots.
 	IncludeBinary bool
+	// MaxFiles refuses a snapshot that would add more files than this at
+	// once (weft started in a home directory, say): 0 means
+	// DefaultMaxFiles, negative means no limit.
+	MaxFiles int
 	// Git is the git binary; "" means "git" on PATH.
 	Git string
 	// Timeout bounds one snapshot; 0 means DefaultTimeout.
@@ -61,7 +65,12 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultMaxFileSize = 10 << 20
+	DefaultMaxFiles    = 100_000
 	DefaultTimeout     = 30 * time.Second
+	// ColdTimeout bounds a workspace's first snapshot, which hashes and
+	// stores every file (tens of seconds for 10,000 files on a busy disk);
+	// the later ones only look at what changed.
+	ColdTimeout = 10 * time.Minute
 )
 
 // DefaultExcludes are left out of every snapshot, in .gitignore syntax:
@@ -76,6 +85,10 @@ var DefaultExcludes = []string{
 
 // DefaultDir is the store's directory under a home directory.
 func DefaultDir(home string) string { return filepath.Join(home, ".weft", "checkpoints") }
+
+// ErrTooManyFiles is a snapshot's error when the workspace has more new
+// files than Options.MaxFiles.
+var ErrTooManyFiles = errors.New("checkpoint: the workspace has too many files to snapshot (Options.MaxFiles)")
 
 // ErrNoGit is returned by Open when there is no git binary.
 var ErrNoGit = errors.New("checkpoint: workspace checkpoints need git, which is not installed (Debian: apt-get install git)")
@@ -93,8 +106,10 @@ type Store struct {
 
 	mu         sync.Mutex
 	workspaces map[string]*Workspace // by resolved path
-	gcs        sync.WaitGroup
-	commits    int // since the last gc --auto
+	gcs        sync.WaitGroup        // background work: packing, warming
+	bg         context.Context       // background work's, ended by Close
+	stop       context.CancelFunc    //
+	commits    int                   // since the last gc --auto
 }
 
 // Open opens (creating it if need be) the store in opts.Dir.
@@ -104,6 +119,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.MaxFileSize == 0 {
 		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	if opts.MaxFiles == 0 {
+		opts.MaxFiles = DefaultMaxFiles
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -124,6 +142,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{opts: opts, git: path, gitDir: filepath.Join(dir, "store.git"), env: baseEnv(), workspaces: map[string]*Workspace{}}
+	s.bg, s.stop = context.WithCancel(context.Background())
 	for _, d := range []string{dir, filepath.Join(dir, "index")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
@@ -167,6 +186,7 @@ func (s *Store) Dir() string { return filepath.Dir(s.gitDir) }
 
 // Close waits for background maintenance to end.
 func (s *Store) Close() error {
+	s.stop()
 	s.gcs.Wait()
 	return nil
 }
@@ -249,7 +269,7 @@ func (s *Store) committed() {
 	go func() {
 		defer s.gcs.Done()
 		g := &gitCmd{bin: s.git, gitDir: s.gitDir, env: s.env}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(s.bg, 5*time.Minute)
 		defer cancel()
 		if _, err := g.run(ctx, nil, "-c", "gc.auto=6700", "gc", "--auto", "--quiet"); err != nil {
 			s.opts.Logger.Warn("checkpoint: packing the store failed", "error", err)

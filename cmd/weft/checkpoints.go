@@ -65,6 +65,9 @@ func (p *policyFlags) installCheckpoints(env environ, b *builtPolicy, ws string,
 		store.Close()
 		return err
 	}
+	// The first checkpoint of a large workspace stores every file: do that
+	// now, while the person types, rather than before the first Write.
+	w.WarmInBackground()
 	ck := &cliCheckpoints{store: store, ws: w, session: newCLISession()}
 	pl, err := checkpoint.Install(b.pol.Pipeline, &checkpoint.Stage{Store: store, Session: ck.session})
 	if err != nil {
