@@ -151,7 +151,10 @@ func (s *Stage) Finish(ctx context.Context, st *policy.State) {
 	}
 	ws, err := s.Store.Workspace(st.Policy.Workspace)
 	if err == nil {
-		err = ws.Settle(ctx, s.session(st), id, st.Call.ToolUseID)
+		// Also after a cancelled call: what it changed before it stopped
+		// is the agent's, and without this record a restore would take
+		// the person's next edits for the agent's too.
+		err = ws.Settle(context.WithoutCancel(ctx), s.session(st), id, st.Call.ToolUseID)
 	}
 	if err != nil {
 		logger(st.Policy).Warn("workspace checkpoint: recording the call's changes failed", "tool", st.Call.Tool, "checkpoint", id, "error", err)

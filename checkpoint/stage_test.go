@@ -270,3 +270,30 @@ func TestCheckpointPerChange(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishAfterCancel: a call whose context was cancelled (Ctrl-C while
+// it ran) still gets its after-record, so a person's later edit of the
+// same file is a conflict for an undo, not taken for the agent's.
+func TestFinishAfterCancel(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	put(t, ws, "a.txt", "orig\n")
+	h := newHarness(t, ws, Options{})
+	tl, _ := h.reg.Get("Bash")
+	c := policy.Call{ToolUseID: "call_x", Tool: "Bash", Input: []byte(`{"command":"echo agent > a.txt"}`), Spec: tl.Spec(), Turn: 1}
+	v := h.pol.Before(context.Background(), c, nil, nil)
+	if !v.Allow || v.Notes[NoteCheckpoint] == "" {
+		t.Fatalf("verdict %+v", v)
+	}
+	put(t, ws, "a.txt", "agent\n") // what the call did before it was stopped
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := tool.Result{IsError: true}
+	h.pol.After(ctx, c, v, &res)
+	put(t, ws, "a.txt", "person\n")
+	_, err := h.workspace().Undo(context.Background(), "s1", RestoreOptions{})
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("undo over the person's edit after a cancelled call: %v", err)
+	}
+}
