@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/tool"
@@ -255,4 +256,56 @@ func TestTooManyFiles(t *testing.T) {
 
 func policyCall(n int, name string, in []byte, t tool.Tool) policy.Call {
 	return policy.Call{ToolUseID: fmt.Sprintf("call_%d", n), Tool: name, Input: in, Spec: t.Spec(), Turn: 1}
+}
+
+// TestRacingProcesses: two stores on one directory (two weft processes)
+// checkpoint the same workspace at once, in one session and in two: no
+// error, no checkpoint lost (the ref moves by compare-and-swap), and a
+// lock left by a killed git is swept when a store opens.
+func TestRacingProcesses(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "checkpoints")
+	put(t, ws, "a.txt", "a\n")
+	var ws2 [2]*Workspace
+	for i := range ws2 {
+		w, err := openStore(t, Options{Dir: dir}).Workspace(ws)
+		must(t, err)
+		ws2[i] = w
+	}
+	const n = 6
+	errs := make(chan error, 2*n)
+	done := make(chan struct{})
+	for i, w := range ws2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for k := range n {
+				put(t, ws, fmt.Sprintf("p%d-%d.txt", i, k), "x")
+				_, err := w.Snapshot(context.Background(), Meta{Session: "shared", Turn: 100*i + k})
+				errs <- err
+			}
+		}()
+	}
+	<-done
+	<-done
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+	list, err := ws2[0].List(context.Background(), "shared")
+	must(t, err)
+	if len(list) != 2*n {
+		t.Fatalf("%d checkpoints in the shared session, want %d", len(list), 2*n)
+	}
+	// A stale lock on the session's ref, as git killed mid-update leaves.
+	lock := filepath.Join(dir, "store.git", "refs", "weft", ws2[0].Key(), "shared.lock")
+	must(t, os.WriteFile(lock, nil, 0o600))
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(lock, old, old))
+	w, err := openStore(t, Options{Dir: dir}).Workspace(ws)
+	must(t, err)
+	put(t, ws, "b.txt", "b\n")
+	if _, err := w.Snapshot(context.Background(), Meta{Session: "shared", Turn: 999}); err != nil {
+		t.Fatalf("snapshot after a stale lock: %v", err)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -172,6 +173,8 @@ func Open(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("checkpoint: exclude pattern %q spans lines", p)
 		}
 	}
+	sweep(filepath.Join(dir, "index"), time.Hour)
+	sweep(filepath.Join(s.gitDir, "refs", "weft"), 10*time.Minute)
 	sum := sha256.Sum256([]byte(excl))
 	s.exclKey = hex.EncodeToString(sum[:6])
 	s.excludes = filepath.Join(dir, "excludes-"+s.exclKey)
@@ -179,6 +182,26 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return s, nil
+}
+
+// sweep removes what a weft or git process killed mid-snapshot left
+// under dir: temporary index files (".tmp-", ".plan-") and lock files
+// older than age. A stale ref lock would otherwise refuse every later
+// checkpoint of its session; no live process holds one for minutes.
+func sweep(dir string, age time.Duration) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		n := d.Name()
+		if !strings.HasSuffix(n, ".lock") && !strings.Contains(n, ".tmp-") && !strings.Contains(n, ".plan-") {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > age {
+			os.Remove(p)
+		}
+		return nil
+	})
 }
 
 // Dir is the store's directory.

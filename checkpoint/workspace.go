@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -55,8 +56,9 @@ func (w *Workspace) Snapshot(ctx context.Context, meta Meta) (Checkpoint, error)
 			return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 		}
 		e, err := w.commit(ctx, c, tree, rec)
-		if errors.Is(err, errMoved) && attempt == 0 {
-			continue // another process added to this session's chain: once more on top of it
+		if errors.Is(err, errMoved) && attempt < maxAttempts {
+			backoff(ctx, attempt) // another process added to this session's chain: again on top of it
+			continue
 		}
 		if err != nil {
 			return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
@@ -91,13 +93,28 @@ func (w *Workspace) Settle(ctx context.Context, session, id, toolCallID string) 
 		rec := record{V: 1, Kind: kindAfter, Time: time.Now().UTC(), Session: sessionName(session), Workspace: w.dir,
 			Of: c.entries[i].commit, ToolCallID: toolCallID}
 		_, err = w.commit(ctx, c, tree, rec)
-		if errors.Is(err, errMoved) && attempt == 0 {
+		if errors.Is(err, errMoved) && attempt < maxAttempts {
+			backoff(ctx, attempt) // another process added to this session's chain: again on top of it
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 		return nil
+	}
+}
+
+// maxAttempts bounds the retries of a commit another process's beat to
+// its session's ref.
+const maxAttempts = 10
+
+// backoff waits a little, more with each attempt, at random: two
+// processes that collided should not collide again in step.
+func backoff(ctx context.Context, attempt int) {
+	d := time.Duration(1+rand.IntN(5*(attempt+1))) * time.Millisecond
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
 	}
 }
 
