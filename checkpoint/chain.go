@@ -196,6 +196,19 @@ func (w *Workspace) load(ctx context.Context, ref string) (*chain, error) {
 	return c, nil
 }
 
+// loadForWrite is load for a caller that is about to commit on the
+// chain: the cached chain as it is, without asking git where the ref is.
+// commit moves the ref only from the tip the cache has, so a chain another
+// process moved makes it fail (errMoved, which also drops the cache), and
+// the caller's retry loads it afresh: a git process fewer on every
+// checkpoint, and no stale chain is ever written on. The call holds w.mu.
+func (w *Workspace) loadForWrite(ctx context.Context, ref string) (*chain, error) {
+	if c, ok := w.chains[ref]; ok {
+		return c, nil
+	}
+	return w.load(ctx, ref)
+}
+
 const messageTitle = "weft checkpoint"
 
 func message(r record) string {

@@ -33,7 +33,7 @@ func (w *Workspace) Snapshot(ctx context.Context, meta Meta) (Checkpoint, error)
 		return Checkpoint{}, fmt.Errorf("checkpoint: snapshot of %s: %w", w.dir, err)
 	}
 	for attempt := 0; ; attempt++ {
-		c, err := w.load(ctx, ref)
+		c, err := w.loadForWrite(ctx, ref)
 		if err != nil {
 			return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 		}
@@ -79,7 +79,7 @@ func (w *Workspace) Settle(ctx context.Context, session, id, toolCallID string) 
 		return fmt.Errorf("checkpoint: snapshot of %s: %w", w.dir, err)
 	}
 	for attempt := 0; ; attempt++ {
-		c, err := w.load(ctx, ref)
+		c, err := w.loadForWrite(ctx, ref)
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
