@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-run/weft/checkpoint"
 	"github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/tool"
@@ -98,6 +99,9 @@ type Config struct {
 	// Metrics, when set, is served at GET /metrics, behind the same
 	// authentication as the API (weft serve --metrics: Prometheus).
 	Metrics http.Handler
+	// Checkpoints, when set, serves the workspace checkpoints of the
+	// sessions (checkpoints.go); nil answers those routes with 503.
+	Checkpoints *checkpoint.Workspace
 }
 
 // DefaultRateLimit is requests per minute per client IP.
@@ -180,6 +184,7 @@ func New(cfg Config) *Server {
 	}
 	s.registerRunRoutes(mux)
 	s.registerTaskRoutes(mux)
+	s.registerCheckpointRoutes(mux)
 	s.mux = mux
 
 	s.handler = chain(http.HandlerFunc(s.route), s.recoverer, s.logger, s.bodyDeadline, s.hostGuard,

@@ -43,6 +43,8 @@ type agentFlags struct {
 	// mcpServers is set by build when MCP servers are connected (chat's
 	// /mcp__server__prompt commands use it).
 	mcpServers *mcp.Manager
+	// ckpt is set by build: the workspace checkpoints (chat's /undo).
+	ckpt *cliCheckpoints
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -118,6 +120,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		bp.close()
 		return nil, nil, err
 	}
+	a.ckpt = bp.ckpt
 	tasks, closeTasks := newCLITasks(bp.pol, log)
 	closeAll := func() error {
 		closeTasks()                                 // before the hooks: killed tasks fire task_completed

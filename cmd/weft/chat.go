@@ -26,7 +26,9 @@ func newChatCmd(env environ) *cobra.Command {
 		Long: `chat is a line-based REPL on one session: each line you type is a message,
 and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
 /clear (forget the conversation), /rewind [N] (forget the last N turns,
-default 1), /cost (usage and cost so far), /ratelimit
+default 1), /undo [force] (take back the agent's last file change),
+/checkpoints (the workspace checkpoints of this chat), /restore ID [force],
+/cost (usage and cost so far), /ratelimit
 (the API key pool: masked keys, state, cool-down), /help.
 Ctrl-C during a run stops the run and keeps the session; at the prompt it
 clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
@@ -49,7 +51,7 @@ clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
 			signal.Notify(intr, os.Interrupt)
 			defer signal.Stop(intr)
 			keys := func() (llm.PoolStatus, bool) { return f.reg.KeyStatus(a.ModelInfo().Provider) }
-			return chat(cmd.Context(), env, a, lines, showThinking, intr, f.mcpServers, keys)
+			return chat(cmd.Context(), env, a, lines, showThinking, intr, f.mcpServers, keys, f.ckpt)
 		},
 	}
 	f.register(cmd.Flags())
@@ -64,7 +66,7 @@ const exitWindow = 2 * time.Second
 // chat is the REPL. interrupts delivers Ctrl-C (SIGINT); ctx ends on
 // SIGTERM only.
 func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal, mcpServers *mcp.Manager,
-	keys func() (llm.PoolStatus, bool)) error {
+	keys func() (llm.PoolStatus, bool), ckpt *cliCheckpoints) error {
 	s := a.NewSession()
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
@@ -97,6 +99,9 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			s = turns.rewind(a, s, arg, env.stderr)
 			continue
 		}
+		if ckpt.slash(ctx, line, env.stderr) {
+			continue
+		}
 		switch line {
 		case "":
 			continue
@@ -116,7 +121,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			printKeyPool(env.stdout, info.Provider, keys, time.Now())
 			continue
 		case "/help":
-			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /cost usage and cost so far  /ratelimit the API key pool")
+			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /undo [force] take back the last file change  /checkpoints  /restore ID [force]  /cost usage and cost so far  /ratelimit the API key pool")
 			mcpHelp(mcpServers, env.stdout)
 			continue
 		}

@@ -27,6 +27,8 @@ type policyFlags struct {
 	pluginDir string
 	// noGuardrails turns the loop guards off (docs/operations.md).
 	noGuardrails bool
+	// noCheckpoints turns the workspace checkpoints off (checkpoints.go).
+	noCheckpoints bool
 }
 
 func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
@@ -34,6 +36,7 @@ func (p *policyFlags) register(fs *pflag.FlagSet, auditHelp string) {
 	fs.StringSliceVar(&p.secrets, "secret", nil, "register a secret from the environment: NAME (from $NAME) or NAME=VAR; Bash sees it as $NAME, every output shows [SECRET:NAME]; also how to give Bash a variable it never inherits, such as OPENAI_API_KEY (repeatable)")
 	fs.StringVar(&p.auditLog, "audit-log", "", auditHelp)
 	fs.BoolVar(&p.noGuardrails, "no-guardrails", false, "turn off the loop guards: the refusal of a call that keeps failing or keeps returning the same, and the circuit breaker that stops a run whose every tool call keeps failing (settings key \"guardrails\"; see docs/operations.md)")
+	fs.BoolVar(&p.noCheckpoints, "no-checkpoints", false, "take no workspace checkpoints before file changes (no /undo; see weft checkpoints --help)")
 	fs.StringVar(&p.pluginDir, "plugin-dir", "", "directory of plugins (one subdirectory each, hooks in hooks/hooks.json); their hooks run only once trusted (default ~/.weft/plugins)")
 }
 
@@ -47,6 +50,8 @@ type builtPolicy struct {
 	// (flag, environment or a settings file), the only way to get it.
 	explicitBypass bool
 	close          func() error
+	// ckpt are the workspace checkpoints; nil when off.
+	ckpt *cliCheckpoints
 }
 
 // secretSet registers the secrets: first every credential weft itself
@@ -172,6 +177,10 @@ func (p *policyFlags) build(env environ, ws string, addDirs []string, mode strin
 	}
 	if p.noGuardrails {
 		b.pol.Guardrails.Disabled = true
+	}
+	if err := p.installCheckpoints(env, b, ws, log); err != nil {
+		b.close()
+		return nil, err
 	}
 	return b, nil
 }

@@ -445,7 +445,8 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		MaxTurns: f.maxTurns, Memory: f.memory, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
 		Server: server.Config{BearerToken: f.bearerToken, Metrics: metrics,
 			CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
-			MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Version: version(), UI: ui}})
+			MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Version: version(), UI: ui,
+			Checkpoints: bp.ckptWorkspace()}})
 	if err != nil {
 		return err
 	}

@@ -95,6 +95,11 @@ func NewEvaluation(c Call) *Evaluation {
 	return v
 }
 
+// Shell returns the shell analysis of a Bash call's command (ok false
+// for a call of another tool), for stages that judge what a command does
+// (the workspace checkpoint: does it change files?).
+func (e *Evaluation) Shell() (a shell.Analysis, ok bool) { return e.an, e.bash }
+
 // oneLine keeps a reason on one line: paths and commands come from the
 // model.
 var oneLine = strings.NewReplacer("\n", `\n`, "\r", `\r`)
