@@ -7,7 +7,8 @@ import (
 
 	"github.com/weft-run/weft/checkpoint"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/session"
 )
 
 // This file is the workspace checkpoints' API (Config.Checkpoints):
@@ -97,7 +98,7 @@ type restoreRequest struct {
 // one was asked for.
 type restoreResponse struct {
 	checkpoint.Restored
-	Rewind *runtime.RewindData `json:"rewind,omitempty"`
+	Rewind *session.RewindData `json:"rewind,omitempty"`
 }
 
 // handleCheckpointRestore restores a checkpoint of the session. With
@@ -116,7 +117,7 @@ func (s *Server) handleCheckpointRestore(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	id, cid := r.PathValue("id"), r.PathValue("cid")
-	var rewind *runtime.RewindData
+	var rewind *session.RewindData
 	if q.Conversation {
 		d, err := ws.Diff(r.Context(), id, cid)
 		if err != nil {
@@ -142,10 +143,10 @@ func (s *Server) handleCheckpointRestore(w http.ResponseWriter, r *http.Request)
 			writeError(w, http.StatusConflict, errConflict, "the conversation no longer has the tool call of checkpoint "+quote(cid)+" (rewound already?); restore the files without \"conversation\"")
 			return
 		}
-		rd, err := s.rt.Rewind(r.Context(), id, runtime.RewindTo{Messages: &keep})
-		var invalid *runtime.InvalidError
+		rd, err := s.rt.Rewind(r.Context(), id, session.RewindTo{Messages: &keep})
+		var invalid *record.InvalidError
 		switch {
-		case errors.Is(err, runtime.ErrBusy):
+		case errors.Is(err, session.ErrBusy):
 			writeError(w, http.StatusConflict, errConflict, "the session has a turn running or messages queued; cancel it or wait for its done, then restore")
 			return
 		case errors.As(err, &invalid):

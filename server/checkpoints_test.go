@@ -19,7 +19,7 @@ import (
 	"github.com/weft-run/weft/llm/registry"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
-	"github.com/weft-run/weft/runtime"
+	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
@@ -59,7 +59,7 @@ func newCheckpointAPI(t *testing.T, ws string) *api {
 	models := registry.New(registry.Config{Providers: map[string]registry.ProviderConfig{"openai": {BaseURL: a.fake.URL + "/v1", APIKey: "k"}},
 		Getenv: func(string) string { return "" }})
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: "openai:gpt-4.1", Tools: reg,
+	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: "openai:gpt-4.1", Tools: reg,
 		Policy: &policy.Policy{Mode: permission.ModeBypass, Workspace: ws, Pipeline: pl, Validate: reg.Validate}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
