@@ -3,26 +3,42 @@
 // disconnect or a restart, audit and UI replay all read it back through a
 // Reader.
 //
-// Events are delivered from memory first and persisted behind. The Log
-// assigns each session's seqs itself (continuing from the store's last seq
-// when it first meets the session), puts the events in the session's ring
-// of recent events and wakes live readers at once, and a background
-// persister then writes them to the store in batches. The ring never drops
-// an event the store does not have yet, so a reader that falls behind the
-// ring and reads the store still finds every event. A reader holds only a
-// position (plus at most one batch read from the store while it is behind
-// the ring): there is no per-reader queue, so a slow or idle reader costs
-// nothing and never delays the appender or other readers.
+// Durable before visible. The Log assigns each session's seqs itself
+// (continuing from the store's last seq when it first meets the session)
+// and puts the events in the session's ring of recent events; a background
+// persister writes them to the store, and only once the store has
+// committed them does the session's durable seq (its watermark) move and
+// its readers wake. A reader never receives an event above the watermark,
+// as a Kafka consumer never reads past the high watermark, so a crash
+// takes back nothing a client saw, and after a restart seqs continue from
+// the store's last one without reissuing a seq anyone was shown.
 //
-// Durability. Append returns once its events are in the store; Publish
-// returns at once and the events follow within about PersistDelay (20ms by
-// default; longer when the store is busy). A crash of the process loses
-// what was published and not yet persisted; Flush and FlushAll wait for
-// it, and CloseSession flushes the session it closes. If the store refuses an append, the
-// session's persistence has failed: the error is logged, returned by the
-// Append, Flush and FlushAll calls waiting for those events, and by every
-// later Publish or Append of the session, until the session's in-memory
-// state is dropped (CloseSession, or idle eviction).
+// The persister commits in rounds (natural group commit, as PostgreSQL and
+// etcd do): a round starts as soon as events are waiting and the previous
+// round has committed, and takes every session with events waiting, in one
+// store call when the store implements store.BatchEvents (store/sqlite: one
+// transaction). An idle Log has no goroutine and a lone event is committed
+// at once; under load, whatever arrives while a round commits shares the
+// next one, so the added latency is about two commits and the cost per
+// event falls as the load grows.
+//
+// The ring never drops an event the store does not have yet, so a reader
+// that falls behind the ring and reads the store still finds every event.
+// A reader holds only a position (plus at most one batch read from the
+// store while it is behind the ring): there is no per-reader queue, so a
+// slow or idle reader costs nothing and never delays the appender or other
+// readers.
+//
+// Durability for writers. Publish returns once the events are numbered;
+// Append also waits until they are in the store; Flush and FlushAll wait
+// for what was published. CloseSession flushes the session it closes. If
+// the store refuses an append, the session's persistence has failed: the
+// error is logged, returned by the Append, Flush and FlushAll calls
+// waiting for those events, and by every later Publish or Append of the
+// session, until the session's in-memory state is dropped (CloseSession,
+// or idle eviction). The refused events were never visible; a new state
+// numbers after what the store has, so their seqs may be assigned again,
+// to events that will be the first anyone sees with those seqs.
 //
 // One Log must be the only writer of a store's events: it numbers events
 // before the store sees them, and checks that the store agrees.
@@ -46,8 +62,11 @@ var (
 	// ErrClosed: the reader was closed.
 	ErrClosed = errors.New("eventlog: reader closed")
 	// ErrSessionClosed: the session was closed (for example deleted) and the
-	// reader has drained every event that existed.
+	// reader has drained every event that existed; or, from a Writer, the
+	// incarnation it appends to was closed.
 	ErrSessionClosed = errors.New("eventlog: session closed")
+	// ErrWriterClosed: an append through a Writer after its Close.
+	ErrWriterClosed = errors.New("eventlog: writer closed")
 )
 
 // Store is what the Log needs from storage: the events, and a session's
@@ -70,13 +89,14 @@ type Options struct {
 	// IdleEvict drops a session's in-memory window once it has had no
 	// appends and no reads for this long. 0 means 5 minutes.
 	IdleEvict time.Duration
-	// PersistDelay is how long the persister gathers published events
-	// before writing them: longer means fewer, larger store appends (less
-	// CPU) and more events a crash can lose. A caller waiting for
-	// durability (Append, Flush) cuts the wait short by appending its
-	// session's events itself, except when the round it would wait for
-	// gathers other sessions too and PersistDelay is at most 100ms: then
-	// it rides the round. 0 means 20ms.
+	// PersistDelay is an extra pause before each persist round, to gather
+	// more events per commit (PostgreSQL's commit_delay). Every event
+	// waits for it before any reader sees it, so it adds to the latency of
+	// delivery. 0, the default, means none: rounds follow each other as
+	// commits allow (natural group commit). A caller waiting for
+	// durability (Append, Flush) rides the next round when the store
+	// batches and PersistDelay is at most 100ms, and otherwise appends its
+	// session's events itself.
 	PersistDelay time.Duration
 	// MaxUnpersisted bounds a session's events waiting for the store;
 	// Publish waits when it is reached, slowing the producer to the
@@ -101,8 +121,8 @@ func (o Options) withDefaults() Options {
 	if o.IdleEvict <= 0 {
 		o.IdleEvict = 5 * time.Minute
 	}
-	if o.PersistDelay <= 0 {
-		o.PersistDelay = 20 * time.Millisecond
+	if o.PersistDelay < 0 {
+		o.PersistDelay = 0
 	}
 	if o.MaxUnpersisted <= 0 {
 		o.MaxUnpersisted = 1024
@@ -121,13 +141,14 @@ const (
 	// (store/sqlite groups up to 64 per transaction) to fill its groups.
 	persistWorkers = 64
 	// joinRoundMax is the longest PersistDelay for which a durable wait
-	// joins the persister's next round (see waitDurable).
+	// joins the persister's next round (see advance).
 	joinRoundMax = 100 * time.Millisecond
 )
 
 // Log is the event log over a store. It is safe for concurrent use.
 type Log struct {
 	events Store
+	batch  store.BatchEvents // events, when it appends many sessions at once
 	opt    Options
 	now    func() time.Time // replaced by tests to drive eviction
 
@@ -153,10 +174,12 @@ type session struct {
 	// ctx.
 	sem chan struct{}
 
-	// readers counts open Readers; pending counts Publishes in flight.
-	// Both are raised under Log.mu, so the sweep (which holds Log.mu
-	// exclusively) never evicts a session someone is about to use.
+	// readers counts open Readers, writers open Writers; pending counts
+	// Publishes in flight. All are raised under Log.mu, so the sweep
+	// (which holds Log.mu exclusively) never evicts a session someone is
+	// about to use.
 	readers atomic.Int32
+	writers atomic.Int32
 	pending atomic.Int32
 	// touched records reads since the last sweep without a clock call on the
 	// read path.
@@ -179,8 +202,8 @@ type session struct {
 	last int64
 	// seeded: last was read from the store, so seqs can be assigned.
 	seeded bool
-	// durable is the highest seq the store has; durable..last are in the
-	// ring.
+	// durable is the highest seq the store has: the watermark readers
+	// follow. durable+1..last are in the ring, invisible until stored.
 	durable int64
 	// queued: the session is in the persister's dirty list. inflight: a
 	// store append of its events is in progress (at most one is, so they
@@ -201,22 +224,24 @@ type session struct {
 
 // New returns a Log over events.
 func New(events Store, opt Options) *Log {
+	b, _ := events.(store.BatchEvents)
 	return &Log{
 		events:   events,
+		batch:    b,
 		opt:      opt.withDefaults(),
 		now:      time.Now,
 		sessions: make(map[string]*session),
 	}
 }
 
-// Publish appends events to the session and makes them visible to live
-// readers at once, returning them with Seq, SessionID and CreatedAt set
-// (a zero CreatedAt becomes now). It does not wait for the store: the
-// events are persisted behind (see Flush). Concurrent Publishes and
-// Appends to one session are serialised; different sessions are
-// independent. It waits (honouring ctx) only to learn a session's last seq
-// from the store the first time, or while the session has MaxUnpersisted
-// events waiting for the store.
+// Publish appends events to the session, returning them with Seq,
+// SessionID and CreatedAt set (a zero CreatedAt becomes now). It does not
+// wait for the store: the persister writes the events in its next round,
+// and readers see them once they are stored (see Flush). Concurrent
+// Publishes and Appends to one session are serialised; different sessions
+// are independent. It waits (honouring ctx) only to learn a session's last
+// seq from the store the first time, or while the session has
+// MaxUnpersisted events waiting for the store.
 //
 // Publish takes ownership of the events' Data, and the returned events are
 // shared with readers: treat them as immutable.
@@ -225,11 +250,10 @@ func (l *Log) Publish(ctx context.Context, sessionID string, events ...store.Eve
 	return out, err
 }
 
-// Append is Publish followed by waiting until the events are in the store:
-// live readers see them before they are durable, and the caller after.
-// Once the events are published, the wait no longer honours ctx (it ends
-// when the store has answered), so that an error means the store does not
-// have them all. A persistence failure is returned wrapped (errors.Is sees the
+// Append is Publish followed by waiting until the events are in the store
+// (and so visible to readers). Once the events are published, the wait no
+// longer honours ctx (it ends when the store has answered), so that an
+// error means the store does not have them all. A persistence failure is returned wrapped (errors.Is sees the
 // store's error).
 func (l *Log) Append(ctx context.Context, sessionID string, events ...store.Event) ([]store.Event, error) {
 	out, s, err := l.publish(ctx, sessionID, events)
@@ -246,44 +270,67 @@ func (l *Log) publish(ctx context.Context, sessionID string, events []store.Even
 	if len(events) == 0 {
 		return nil, nil, nil
 	}
-	if err := ctx.Err(); err != nil {
+	events, err := l.prepare(ctx, sessionID, events)
+	if err != nil {
 		return nil, nil, err
-	}
-	events = l.redact(events)
-	for i, e := range events {
-		// The store would refuse it after readers have seen it, failing the
-		// session: refuse it here instead.
-		if e.Data != nil && !json.Valid(e.Data) {
-			return nil, nil, fmt.Errorf("eventlog: append to session %s: event %d (%s): data is not valid JSON", sessionID, i, e.Type)
-		}
 	}
 	for {
 		s := l.acquire(sessionID)
-		select {
-		case s.sem <- struct{}{}:
-		case <-ctx.Done():
-			s.pending.Add(-1)
-			return nil, nil, ctx.Err()
-		}
-		s.mu.RLock()
-		closed := s.closed
-		s.mu.RUnlock()
-		if closed {
+		out, err := l.publishTo(ctx, s, events)
+		s.pending.Add(-1)
+		if errors.Is(err, errDetached) {
 			// CloseSession detached this state after we found it; appends
 			// from now on belong to whatever Subscribe or Append creates
 			// next, so retry against the current one.
-			<-s.sem
-			s.pending.Add(-1)
 			continue
 		}
-		out, err := l.publishLocked(ctx, s, events)
-		<-s.sem
-		s.pending.Add(-1)
 		if err != nil {
-			return nil, nil, fmt.Errorf("eventlog: append to session %s: %w", sessionID, err)
+			return nil, nil, err
 		}
 		return out, s, nil
 	}
+}
+
+// errDetached: the state a publish found was closed meanwhile.
+var errDetached = errors.New("eventlog: session state detached")
+
+// prepare redacts events (Options.Redact) and checks them before they
+// get seqs; the caller's slice is left alone.
+func (l *Log) prepare(ctx context.Context, sessionID string, events []store.Event) ([]store.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	events = l.redact(events)
+	for i, e := range events {
+		// The store would refuse it, failing the session: refuse it here
+		// instead.
+		if e.Data != nil && !json.Valid(e.Data) {
+			return nil, fmt.Errorf("eventlog: append to session %s: event %d (%s): data is not valid JSON", sessionID, i, e.Type)
+		}
+	}
+	return events, nil
+}
+
+// publishTo publishes to the state s, which the caller keeps from
+// eviction. It returns errDetached when s was closed.
+func (l *Log) publishTo(ctx context.Context, s *session, events []store.Event) ([]store.Event, error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.sem }()
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil, errDetached
+	}
+	out, err := l.publishLocked(ctx, s, events)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: append to session %s: %w", s.id, err)
+	}
+	return out, nil
 }
 
 // publishLocked numbers events and pushes them; the caller holds s.sem.
@@ -405,16 +452,9 @@ func (l *Log) FlushAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// waitDurable waits until the store has seq (or the session failed). When
-// the persister's next round holds the session and other sessions too, and
-// is gathering rather than writing, it waits for that round (at most about
-// PersistDelay, and only when that is at most joinRoundMax): under load, a
-// durable append riding the round costs a share of one transaction instead
-// of a transaction of its own, which is most of what a turn's own writes
-// cost. Otherwise, when no append of the session is in flight, it makes one
-// itself, so a caller waiting for durability waits for one store append,
-// however long the persister's backlog of other sessions. ctx is checked
-// between store appends; one in progress is not abandoned.
+// waitDurable waits until the store has seq (or the session failed); see
+// advance for how it gets there. ctx is checked between store appends;
+// one in progress is not abandoned.
 func (l *Log) waitDurable(ctx context.Context, s *session, seq int64) error {
 	for {
 		s.mu.Lock()
@@ -440,18 +480,19 @@ func (l *Log) waitDurable(ctx context.Context, s *session, seq int64) error {
 	}
 }
 
-// advance moves s's persistence on: it appends s's events itself, unless
-// an append of them is in flight or the persister's next round, not yet
-// started, holds s and other sessions too (see waitDurable); then it waits
-// for ch, which the caller took from s.persistedChan (queued is s.queued
-// then).
+// advance moves s's persistence on, then waits for ch, which the caller
+// took from s.persistedChan (queued is s.queued then). When the store
+// batches and s is in the persister's next round, it rides that round: the
+// round starts as soon as the one in flight has committed (at most
+// PersistDelay later, and only when that is at most joinRoundMax), and
+// under load a durable append riding it costs a share of one transaction
+// instead of a transaction of its own, which is most of what a turn's own
+// writes cost. Otherwise, when no append of s is in flight, it makes one
+// itself, so that with a store that appends session by session a caller
+// waiting for durability waits for one store append, however long the
+// persister's backlog of other sessions.
 func (l *Log) advance(ctx context.Context, s *session, ch chan struct{}, queued bool) error {
-	join := false
-	if queued && l.opt.PersistDelay <= joinRoundMax {
-		l.pmu.Lock()
-		join = len(l.dirty) > 1 && !l.writing
-		l.pmu.Unlock()
-	}
+	join := queued && l.batch != nil && l.opt.PersistDelay <= joinRoundMax
 	if !join && l.persistOne(s, false) {
 		return nil
 	}
@@ -481,10 +522,10 @@ func (s *session) wakeDurable() {
 	}
 }
 
-// LastSeq is the highest seq published to the session through this Log,
-// without I/O; 0 when the Log holds no state for the session. It may be
-// ahead of the store's last seq by the events not yet persisted, so a
-// session's latest position is the larger of the two.
+// LastSeq is the session's watermark as this Log knows it, without I/O:
+// the highest seq stored through it or learnt from the store (0 when the
+// Log holds no state for the session). Readers see events up to it; the
+// store may already have more, never less.
 func (l *Log) LastSeq(sessionID string) int64 {
 	l.mu.RLock()
 	s := l.sessions[sessionID]
@@ -494,7 +535,7 @@ func (l *Log) LastSeq(sessionID string) int64 {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.last
+	return s.durable
 }
 
 // Subscribe returns a reader positioned after seq after (0 reads from the
@@ -614,9 +655,9 @@ func (l *Log) maybeSweep() {
 }
 
 // sweep drops idle state: a session idle for IdleEvict with no open readers
-// is forgotten entirely; one that still has (idle) readers keeps only its
-// small header, since those readers may wait on its notify channel, and
-// loses its ring. Readers fall back to the store either way. Events the
+// or Writers is forgotten entirely; one that still has (idle) readers or
+// Writers keeps only its small header, since those readers may wait on its
+// notify channel and a Writer is bound to it, and loses its ring. Readers fall back to the store either way. Events the
 // store does not have yet keep their session in memory, unless its
 // persistence failed (they will never be stored).
 func (l *Log) sweep(now time.Time) {
@@ -633,7 +674,7 @@ func (l *Log) sweep(now time.Time) {
 		unpersisted := s.durable < s.last && s.failed == nil
 		if !unpersisted && now.Sub(s.lastActive) >= l.opt.IdleEvict {
 			switch {
-			case s.readers.Load() == 0:
+			case s.readers.Load() == 0 && s.writers.Load() == 0:
 				delete(l.sessions, id)
 			case s.failed == nil:
 				s.dropRing()
@@ -643,8 +684,9 @@ func (l *Log) sweep(now time.Time) {
 	}
 }
 
-// push adds freshly numbered events to the ring and wakes waiting readers.
-// Callers hold s.sem and s.mu, so pushes are in seq order.
+// push adds freshly numbered events to the ring. Readers see them once the
+// persister has stored them (see settle). Callers hold s.sem and s.mu, so
+// pushes are in seq order.
 func (s *session) push(evs []store.Event, window int, now time.Time) {
 	s.lastActive = now
 	for _, e := range evs {
@@ -665,6 +707,11 @@ func (s *session) push(evs []store.Event, window int, now time.Time) {
 		s.n++
 	}
 	s.last = evs[len(evs)-1].Seq
+}
+
+// wakeReaders wakes the readers waiting for the watermark to move. The
+// caller holds s.mu.
+func (s *session) wakeReaders() {
 	if s.waited.Load() {
 		close(s.notify)
 		s.notify = make(chan struct{})

@@ -10,16 +10,18 @@ import (
 	"github.com/weft-run/weft/store"
 )
 
-// The persister writes published events to the store in rounds: it waits
-// PersistDelay for events to gather, takes every session with unpersisted
-// events, and appends them all in one store call when the store can
-// (store.BatchEvents: one transaction), else each session's events in one
-// call, up to persistWorkers calls at once. While a round is being written
-// the next one gathers, so a busy store gets fewer, larger appends instead
-// of a queue; an idle Log has no goroutine. Callers that wait for
-// durability (Append, Flush, a full session) append their session's events
-// themselves rather than wait for a round, unless the next round is shared
-// with other sessions and has not started (see waitDurable).
+// The persister writes published events to the store in rounds: it takes
+// every session with unpersisted events and appends them all in one store
+// call when the store can (store.BatchEvents: one transaction), else each
+// session's events in one call, up to persistWorkers calls at once. The
+// next round starts as soon as this one has committed (after PersistDelay,
+// 0 by default) if events are waiting, so a busy store gets fewer, larger
+// appends instead of a queue, an idle store commits each event at once,
+// and no event waits for a timer; an idle Log has no goroutine. A round's
+// commit moves each of its sessions' watermark and wakes their readers.
+// Callers that wait for durability (Append, Flush, a full session) ride
+// the next round, or append their session's events themselves when the
+// store does not batch (see advance).
 
 // enqueue puts s in the next round, starting the persister if it is not
 // running. The caller has set s.queued.
@@ -35,11 +37,11 @@ func (l *Log) enqueue(s *session) {
 }
 
 func (l *Log) persistLoop() {
-	t := time.NewTimer(l.opt.PersistDelay)
-	defer t.Stop()
 	var round []*session
 	for {
-		<-t.C
+		if l.opt.PersistDelay > 0 {
+			time.Sleep(l.opt.PersistDelay)
+		}
 		l.pmu.Lock()
 		round, l.dirty = l.dirty, round[:0]
 		if len(round) == 0 {
@@ -49,8 +51,8 @@ func (l *Log) persistLoop() {
 		}
 		l.writing = true
 		l.pmu.Unlock()
-		if b, ok := l.events.(store.BatchEvents); ok {
-			l.persistRound(b, round)
+		if l.batch != nil {
+			l.persistRound(l.batch, round)
 		} else {
 			parallel(len(round), func(i int) { l.persistOne(round[i], true) })
 		}
@@ -58,7 +60,6 @@ func (l *Log) persistLoop() {
 		l.writing = false
 		l.pmu.Unlock()
 		clear(round) // the next round's list must not keep sessions alive
-		t.Reset(l.opt.PersistDelay)
 	}
 }
 
@@ -166,6 +167,7 @@ func (l *Log) settle(s *session, from, to int64, err error) {
 	} else {
 		s.durable = to
 		s.trim(l.opt.Window)
+		s.wakeReaders()
 	}
 	s.wakeDurable()
 	again := err == nil && s.durable < s.last && !s.queued

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,9 +43,11 @@ func publishN(t *testing.T, l *Log, id string, n int) {
 	}
 }
 
-// TestPublishBeforeDurable: readers see published events while the store
-// does not have them yet; Flush waits for the store.
-func TestPublishBeforeDurable(t *testing.T) {
+// TestDurableBeforeVisible: readers see no event the store does not have
+// (they follow the durable watermark), however many are published; the
+// ring keeps what waits for the store, and a commit wakes the readers.
+// Before issue 12 readers were served from memory first, so this failed.
+func TestDurableBeforeVisible(t *testing.T) {
 	t.Parallel()
 	m := newMemStore("s")
 	l := New(m, Options{Window: 4, Logger: quiet})
@@ -56,18 +59,21 @@ func TestPublishBeforeDurable(t *testing.T) {
 	publishN(t, l, "s", 1)
 	<-g.entered // seq 1 is being written, held by the gate
 	publishN(t, l, "s", 19)
-	expectSeqs(t, ctx, r, 1, 20)
-	if got := m.lastSeq("s"); got > 1 {
-		t.Fatalf("store has %d events while the gate is closed", got)
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if e, err := r.Next(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next before anything was stored = seq %d, %v; want to wait", e.Seq, err)
+	}
+	if r.Buffered() {
+		t.Fatal("Buffered reports an event the store does not have")
+	}
+	if got := l.LastSeq("s"); got != 0 {
+		t.Fatalf("LastSeq = %d before anything was stored, want 0", got)
 	}
 	// The ring keeps everything unpersisted, beyond its window.
 	if n, first, last := l.state("s").snapshot(); n != 20 || first != 1 || last != 20 {
 		t.Fatalf("ring = len %d, %d..%d; want 20, 1..20", n, first, last)
 	}
-	// A reader from the start is served without the store.
-	early := l.Subscribe("s", 0)
-	defer early.Close()
-	expectSeqs(t, ctx, early, 1, 20)
 
 	flushed := make(chan error, 1)
 	go func() { flushed <- l.Flush(ctx, "s") }()
@@ -80,6 +86,7 @@ func TestPublishBeforeDurable(t *testing.T) {
 	if err := <-flushed; err != nil {
 		t.Fatal(err)
 	}
+	expectSeqs(t, ctx, r, 1, 20)
 	if got := m.lastSeq("s"); got != 20 {
 		t.Fatalf("store has %d events after Flush, want 20", got)
 	}
@@ -87,6 +94,9 @@ func TestPublishBeforeDurable(t *testing.T) {
 		if e := m.eventAt("s", q); e.Seq != q || e.Type != "test" {
 			t.Fatalf("stored seq %d = %+v", q, e)
 		}
+	}
+	if got := l.LastSeq("s"); got != 20 {
+		t.Fatalf("LastSeq = %d after Flush, want 20", got)
 	}
 	// Persisted, the ring is back to its window, and a reader behind it
 	// reads the store.
@@ -99,6 +109,56 @@ func TestPublishBeforeDurable(t *testing.T) {
 	expectSeqs(t, ctx, behind, 3, 20)
 	if m.reads.Load() == reads {
 		t.Fatal("reader behind the window did not read the store")
+	}
+}
+
+// TestRoundsFollowCommits: with no PersistDelay a round starts as soon as
+// the previous one has committed (natural group commit): a lone event is
+// stored without waiting for a timer, and events published while a round
+// commits share the next one.
+func TestRoundsFollowCommits(t *testing.T) {
+	t.Parallel()
+	bs := &batchStore{memStore: newMemStore("a", "b", "c")}
+	l := New(bs, Options{Logger: quiet})
+	ctx := testCtx(t)
+	r := l.Subscribe("a", 0)
+	defer r.Close()
+	start := time.Now()
+	if _, err := l.Publish(ctx, "a", ev("lone", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The old persister gathered for 20ms first; allow a slow machine a
+	// few milliseconds, not a timer's worth.
+	if d := time.Since(start); d > 15*time.Millisecond {
+		t.Logf("a lone event took %v to become visible (a busy machine?)", d)
+	}
+	if n := bs.batches.Load(); n != 1 {
+		t.Fatalf("%d rounds for one event, want 1", n)
+	}
+
+	// Hold a round in its commit; what is published meanwhile, to three
+	// sessions, goes in one next round.
+	g := newGate(bs.memStore)
+	if _, err := l.Publish(ctx, "a", ev("held", 0)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	for _, id := range []string{"a", "b", "c"} {
+		publishN(t, l, id, 5)
+	}
+	before := bs.batches.Load()
+	close(g.open)
+	if err := l.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := bs.batches.Load() - before; n != 1 {
+		t.Fatalf("%d rounds after the held one, want 1 for everything published meanwhile", n)
+	}
+	if n := bs.appends.Load(); n != 0 {
+		t.Fatalf("%d single-session appends; want every write in a round", n)
 	}
 }
 
@@ -165,8 +225,11 @@ func TestPublishBackpressure(t *testing.T) {
 }
 
 // TestPersistFailure: a store that refuses an append fails the session:
-// the failure reaches Flush and every later append, the published events
-// stay readable, and closing the session starts afresh from the store.
+// the failure reaches Flush and every later append, readers never see the
+// refused events, and closing the session starts afresh from the store,
+// numbering after what it has (the refused seqs were never shown to
+// anyone, so they are free). Before issue 12 readers got the refused
+// events from memory, and the new state reissued seqs they had seen.
 func TestPersistFailure(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("disk full")
@@ -192,8 +255,13 @@ func TestPersistFailure(t *testing.T) {
 	if err := l.FlushAll(ctx); !errors.Is(err, boom) {
 		t.Fatalf("FlushAll = %v, want the store's error", err)
 	}
-	// What was published stays readable from memory, beyond the window.
-	expectSeqs(t, ctx, r, 1, 9)
+	// Only what the store has is readable.
+	expectSeqs(t, ctx, r, 1, 3)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if e, err := r.Next(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next past the stored events = seq %d, %v; want to wait", e.Seq, err)
+	}
 
 	m.setFailAppend(nil)
 	l.CloseSession("s")
@@ -204,6 +272,12 @@ func TestPersistFailure(t *testing.T) {
 	got, err := l.Append(ctx, "s", ev("again", 0))
 	if err != nil || got[0].Seq != 4 {
 		t.Fatalf("Append after reset = %v, %v; want seq 4", seqs(got), err)
+	}
+	r2 := l.Subscribe("s", 0)
+	defer r2.Close()
+	expectSeqs(t, ctx, r2, 1, 4)
+	if e := m.eventAt("s", 4); !strings.Contains(string(e.Data), "again") {
+		t.Fatalf("stored seq 4 = %+v, want the event appended after the reset", e)
 	}
 }
 

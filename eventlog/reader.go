@@ -82,14 +82,15 @@ func (r *Reader) Buffered() bool {
 	}
 	s := r.s
 	s.mu.RLock()
-	ok := s.has(pos + 1)
+	ok := pos+1 <= s.durable && s.has(pos+1)
 	s.mu.RUnlock()
 	return ok
 }
 
 // Next returns the event after the reader's position, blocking until it
-// exists, the reader or the session is closed, or ctx ends. A reader older
-// than the in-memory window replays from the store in batches, then follows
+// is in the store, the reader or the session is closed, or ctx ends: a
+// reader never sees an event the store does not have. A reader older than
+// the in-memory window replays from the store in batches, then follows
 // live. It never blocks appenders or other readers.
 func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 	for {
@@ -119,18 +120,18 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 		q := pos + 1
 		s.mu.RLock()
 		switch {
-		case s.has(q):
+		case q <= s.durable && s.has(q):
 			ev := s.at(q)
 			s.mu.RUnlock()
 			r.pos.Store(q)
 			return ev, nil
 
-		case (s.last > 0 && q > s.last) || (s.last == 0 && r.dry && pos >= r.dryAt):
-			// Caught up. Every event reaches the ring (under s.mu) before
-			// the store, so an event this reader has not seen is pushed
-			// later, and that push closes the channel taken here: no
-			// wake-up is lost between "the store had nothing more" and
-			// "wait".
+		case (s.seeded && q > s.durable) || (!s.seeded && r.dry && pos >= r.dryAt):
+			// Caught up with the watermark. Every event reaches the store
+			// through this Log, whose persister moves the watermark under
+			// s.mu after the store has it and then closes the channel taken
+			// here: no wake-up is lost between "the store had nothing
+			// more" (or "nothing more is stored") and "wait".
 			if s.closed {
 				s.mu.RUnlock()
 				return store.Event{}, ErrSessionClosed
@@ -152,7 +153,7 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 			// Behind the ring, or nothing is known about the session yet
 			// (fresh Log, evicted window): the store has the events, since
 			// the ring keeps every event the store does not have yet.
-			closed, last := s.closed, s.last
+			closed, last := s.closed, s.durable
 			s.mu.RUnlock()
 			if err := r.fill(ctx, pos, last, closed); err != nil {
 				return store.Event{}, err
@@ -161,9 +162,9 @@ func (r *Reader) Next(ctx context.Context) (store.Event, error) {
 	}
 }
 
-// fill reads the next batch after pos from the store; last is the highest
-// seq the Log knows of. The caller found pos+1 older than the ring, so the
-// store has it.
+// fill reads the next batch after pos from the store; last is the
+// session's watermark as far as the Log knows (0 when it knows nothing).
+// The caller found pos+1 older than the ring, so the store has it.
 func (r *Reader) fill(ctx context.Context, pos, last int64, closed bool) error {
 	limit := r.log.opt.ReadBatch
 	evs, err := r.log.events.ReadEvents(ctx, r.id, pos, limit)

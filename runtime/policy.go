@@ -137,6 +137,7 @@ func (rt *Runtime) SessionPermissions(ctx context.Context, id string) (Permissio
 	if err != nil {
 		return Permissions{}, err
 	}
+	defer rt.release(l)
 	if err := rt.loadOverride(ctx, l); err != nil {
 		return Permissions{}, err
 	}
@@ -174,6 +175,7 @@ func (rt *Runtime) SetSessionPermissions(ctx context.Context, id string, p Permi
 	if err != nil {
 		return err
 	}
+	defer rt.release(l)
 	l.mu.Lock()
 	l.override = &sessionPolicy{raw: p, rules: rules, mode: mode}
 	l.mu.Unlock()
@@ -352,7 +354,7 @@ func (rt *Runtime) ask(ctx context.Context, l *live, typ string, payload func(id
 		// Through the turn's writer, after the events before it, and
 		// visible before anyone is asked to answer.
 		w.sync(typ, data)
-	} else if _, err := rt.append(context.WithoutCancel(ctx), l.id, typ, data); err != nil {
+	} else if _, err := rt.appendTo(context.WithoutCancel(ctx), l, typ, data); err != nil {
 		return agent.Deny("the request could not be recorded")
 	}
 	t := time.NewTimer(rt.cfg.PermissionTimeout)

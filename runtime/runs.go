@@ -435,8 +435,9 @@ func (m *Runs) Subscribe(runID string, after int64) *eventlog.Reader {
 	return m.elog.Subscribe(runID, after)
 }
 
-// LastSeq returns the seq of the run's last event, counting events
-// published and not yet stored; ErrNotFound for an unknown run.
+// LastSeq returns the seq of the run's last event, once the events
+// published so far are stored (readers see only stored events, so no
+// client has seen past it); ErrNotFound for an unknown run.
 func (m *Runs) LastSeq(ctx context.Context, runID string) (int64, error) {
 	if err := m.elog.Flush(ctx, runID); err != nil {
 		return 0, err

@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-run/weft/agent"
@@ -33,6 +35,9 @@ var (
 	ErrExists   = store.ErrExists   // session id taken
 	ErrAnswered = errors.New("permission request already answered")
 	ErrClosed   = errors.New("runtime is shutting down")
+	// ErrBusy: the session has a turn running or messages queued (a
+	// rewind must wait for them).
+	ErrBusy = errors.New("the session has a turn running or messages queued")
 	// ErrInvalidCursor: a list cursor this server did not hand out.
 	ErrInvalidCursor = store.ErrInvalidCursor
 )
@@ -81,7 +86,26 @@ type Config struct {
 	MaxTurns          int           // 0 means agent.DefaultMaxTurns
 	Retry             agent.RetryPolicy
 	Logger            *slog.Logger
+	// IdleEvict is how long a session's in-memory state (conversation,
+	// tool state, permissions) outlives its last use; it is reloaded from
+	// the store on the next use. 0 means DefaultIdleEvict.
+	IdleEvict time.Duration
+	// MaxLiveSessions bounds the sessions held in memory; past it the
+	// least recently used idle ones are evicted. 0 means
+	// DefaultMaxLiveSessions.
+	MaxLiveSessions int
 }
+
+// Defaults of the session state's eviction (Config.IdleEvict,
+// Config.MaxLiveSessions).
+const (
+	DefaultIdleEvict       = 10 * time.Minute
+	DefaultMaxLiveSessions = 10_000
+)
+
+// maxAnsweredIDs bounds the answered permission requests a session
+// remembers (for a 409 on a second answer rather than a 404).
+const maxAnsweredIDs = 256
 
 // TurnOptions override the agent per turn (the HTTP API's request fields).
 type TurnOptions struct {
@@ -98,12 +122,14 @@ type Runtime struct {
 	log  *slog.Logger
 	elog *eventlog.Log
 
-	mu       sync.Mutex
-	live     map[string]*live // sessions with state in memory
-	closed   bool
-	turns    sync.WaitGroup
-	shutdown context.Context
-	stop     context.CancelFunc
+	mu        sync.Mutex
+	live      map[string]*live // sessions with state in memory
+	lastSweep time.Time        // of the idle sessions (evictLocked)
+	closed    bool
+	turns     sync.WaitGroup
+	shutdown  context.Context
+	stop      context.CancelFunc
+	now       func() time.Time
 
 	polMu sync.RWMutex
 	base  *policy.Policy // the server-wide policy; replaced whole, never mutated
@@ -114,11 +140,17 @@ type Runtime struct {
 }
 
 // live is a session's in-memory state: its agent session (history), the
-// turn queue and the pending permission requests.
+// turn queue and the pending permission requests. It belongs to one
+// incarnation of the session: a session deleted and created again with the
+// same id gets a new one, and nothing of the old one reaches the new
+// session (w is bound to the old incarnation's event log, and gone stops
+// conversation writes).
 type live struct {
 	id string
+	w  *eventlog.Writer // every event of this incarnation goes through it
 	// sendMu makes appending a message's user_message event and queueing
-	// it one step, so that messages run in the order of their seqs.
+	// it one step, so that messages run in the order of their seqs; a
+	// rewind holds it too, so that no message starts meanwhile.
 	sendMu  sync.Mutex
 	mu      sync.Mutex
 	history []llm.Message
@@ -127,15 +159,32 @@ type live struct {
 	tools   *agent.Session // nil until the first turn; keeps tool state (reads, todos)
 	writer  *eventWriter   // the running turn's, nil between turns
 	running bool
-	queue   []queued
-	cancel  context.CancelFunc
-	perms   map[string]*permRequest
+	// turnDone: the running turn has published its done (it is only
+	// saving and flushing); idle is closed when running goes false.
+	turnDone bool
+	idle     chan struct{}
+	queue    []queued
+	cancel   context.CancelFunc
+	perms    map[string]*permRequest
 	// override is the session's own permissions on top of the server's
 	// (nil until loaded from the session's metadata).
 	override *sessionPolicy
 	// answeredIDs remembers answered requests after they close, so that a
-	// second answer is a conflict rather than "not found".
-	answeredIDs map[string]bool
+	// second answer is a conflict rather than "not found"; the last
+	// maxAnsweredIDs of them, oldest first in answeredFIFO.
+	answeredIDs  map[string]bool
+	answeredFIFO []string
+
+	// storeMu orders conversation writes with deletion: once gone is set
+	// (and storeMu taken once), no write of this incarnation starts.
+	storeMu sync.Mutex
+	gone    atomic.Bool
+
+	// Eviction bookkeeping, under Runtime.mu: pins counts callers using
+	// the state (rt.session to rt.release), lastUsed is when the last one
+	// let go.
+	pins     int
+	lastUsed time.Time
 }
 
 type queued struct {
@@ -164,6 +213,12 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.PermissionTimeout <= 0 {
 		cfg.PermissionTimeout = DefaultPermissionTimeout
 	}
+	if cfg.IdleEvict <= 0 {
+		cfg.IdleEvict = DefaultIdleEvict
+	}
+	if cfg.MaxLiveSessions <= 0 {
+		cfg.MaxLiveSessions = DefaultMaxLiveSessions
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -173,8 +228,14 @@ func New(cfg Config) (*Runtime, error) {
 	if base.Mode == "" {
 		base.Mode = permission.ModeDefault
 	}
-	return &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
-		live: map[string]*live{}, shutdown: ctx, stop: stop, base: &base, hooks: base.Hooks, secrets: base.Secrets}, nil
+	rt := &Runtime{cfg: cfg, log: log, elog: eventlog.New(cfg.Store, eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
+		live: map[string]*live{}, shutdown: ctx, stop: stop, now: time.Now, base: &base, hooks: base.Hooks, secrets: base.Secrets}
+	rt.lastSweep = rt.now()
+	if err := rt.recoverTurns(context.Background()); err != nil {
+		stop()
+		return nil, err
+	}
+	return rt, nil
 }
 
 // NewSessionID is "sess_" and 12 hex digits.
@@ -200,7 +261,9 @@ func (rt *Runtime) CreateSession(ctx context.Context, id string) (store.Session,
 func (rt *Runtime) GetSession(ctx context.Context, id string) (store.Session, error) {
 	sess, err := rt.cfg.Store.GetSession(ctx, id)
 	if err == nil {
-		// Events reach readers before the store has them.
+		// Readers see only stored events, so the store's last seq is
+		// never behind what a client saw; the event log's watermark is
+		// the same or older, and is taken for good measure.
 		sess.LastSeq = max(sess.LastSeq, rt.elog.LastSeq(id))
 	}
 	return sess, err
@@ -212,7 +275,10 @@ func (rt *Runtime) ListSessions(ctx context.Context, opt store.ListOptions) (sto
 }
 
 // DeleteSession cancels a running turn, ends the session's event readers
-// and deletes it with its history and events.
+// and deletes it with its history and events. Nothing of the deleted
+// session's turn reaches a session created later with the same id: its
+// events go to the closed incarnation (and fail), and its conversation
+// writes stop before the store forgets the session.
 func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 	rt.mu.Lock()
 	l := rt.live[id]
@@ -225,6 +291,11 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 			l.cancel()
 		}
 		l.mu.Unlock()
+		l.gone.Store(true)
+		// A conversation write in progress finishes before the delete;
+		// none starts after.
+		l.storeMu.Lock()
+		l.storeMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
 	}
 	// Readers end with ErrSessionClosed before the store forgets the
 	// session, rather than meeting ErrNotFound halfway through.
@@ -232,6 +303,9 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	rt.elog.CloseSession(id)
+	if l != nil {
+		l.w.Close()
+	}
 	if err := rt.cfg.Store.DeleteSession(ctx, id); err != nil {
 		return err
 	}
@@ -252,30 +326,48 @@ func (rt *Runtime) Messages(ctx context.Context, sessionID string) ([]llm.Messag
 
 // Send appends a user message to the session and runs a turn on it in the
 // background, after any turn already running (messages are consumed in
-// order). It returns the seq of the message's user_message event. The
-// turn's own events start with a message_consumed event whose message_seq
-// is that seq and end with the next done; a message dropped by Cancel gets
-// a message_dropped event instead. A client streams its turn by reading
+// order). It returns the seq of the message's user_message event, which is
+// in the store when Send returns: an accepted message survives a crash
+// (after a restart it is in the conversation with its turn ended as
+// interrupted, or reported with message_dropped). The turn's own events
+// start with a message_consumed event whose message_seq is that seq and
+// end with the next done; a message dropped by Cancel gets a
+// message_dropped event instead. A client streams its turn by reading
 // after seq-1, skipping to its message_consumed.
 func (rt *Runtime) Send(ctx context.Context, sessionID, text string, opt TurnOptions) (int64, error) {
-	if _, err := rt.cfg.Store.GetSession(ctx, sessionID); err != nil {
-		return 0, err
+	// A session in memory exists: only DeleteSession removes one, and it
+	// forgets the state first (and this runtime is the database's only
+	// writer). Otherwise the store says.
+	l := rt.known(sessionID)
+	if l == nil {
+		if _, err := rt.cfg.Store.GetSession(ctx, sessionID); err != nil {
+			return 0, err
+		}
+		var err error
+		if l, err = rt.session(sessionID); err != nil {
+			return 0, err
+		}
 	}
-	l, err := rt.session(sessionID)
-	if err != nil {
-		return 0, err
-	}
+	defer rt.release(l)
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
-	evs, err := rt.append(ctx, sessionID, "user_message", map[string]any{"text": rt.redact(text)})
+	evs, err := rt.appendTo(ctx, l, store.EventUserMessage, map[string]any{"text": rt.redact(text)})
 	if err != nil {
+		if errors.Is(err, eventlog.ErrSessionClosed) {
+			return 0, ErrNotFound // deleted meanwhile
+		}
 		return 0, err
 	}
 	l.mu.Lock()
+	if l.gone.Load() {
+		l.mu.Unlock()
+		return 0, ErrNotFound
+	}
 	l.queue = append(l.queue, queued{seq: evs[0].Seq, text: text, opt: opt})
 	start := !l.running
 	if start {
 		l.running = true
+		l.idle = make(chan struct{})
 	}
 	l.mu.Unlock()
 	if start {
@@ -304,15 +396,15 @@ func (rt *Runtime) Cancel(sessionID string) bool {
 		l.cancel()
 	}
 	l.mu.Unlock()
-	rt.dropped(sessionID, dropped, "cancelled")
+	rt.dropped(l, dropped, "cancelled")
 	return running
 }
 
 // dropped records queued messages that will never run.
-func (rt *Runtime) dropped(sessionID string, qs []queued, reason string) {
+func (rt *Runtime) dropped(l *live, qs []queued, reason string) {
 	for _, q := range qs {
-		if _, err := rt.append(context.Background(), sessionID, "message_dropped", MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
-			rt.log.Error("recording a dropped message failed", "session", sessionID, "error", err)
+		if _, err := rt.appendTo(context.Background(), l, store.EventMessageDropped, MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
+			rt.log.Error("recording a dropped message failed", "session", l.id, "error", err)
 		}
 	}
 }
@@ -321,6 +413,12 @@ func (rt *Runtime) dropped(sessionID string, qs []queued, reason string) {
 type MessageData struct {
 	MessageSeq int64  `json:"message_seq"`
 	Reason     string `json:"reason,omitempty"`
+	// MessagesBefore, on message_consumed, is the number of conversation
+	// messages before the turn: where a rewind to a seq before it cuts,
+	// and how a restart after a crash knows whether the turn's message
+	// is in the conversation yet. Absent when the conversation could not
+	// be read.
+	MessagesBefore *int `json:"messages_before,omitempty"`
 }
 
 // Answer answers a pending permission request of the session.
@@ -346,10 +444,7 @@ func (rt *Runtime) Answer(sessionID, requestID string, allow bool, reason string
 		return ErrAnswered
 	}
 	p.answered = true
-	if l.answeredIDs == nil {
-		l.answeredIDs = map[string]bool{}
-	}
-	l.answeredIDs[requestID] = true
+	l.rememberAnswered(requestID)
 	l.mu.Unlock()
 	d := agent.Decision{Allow: allow, Reason: reason}
 	if !allow && reason == "" {
@@ -379,25 +474,112 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	return rt.elog.FlushAll(ctx)
 }
 
+// session returns the session's in-memory state, pinned (it is not
+// evicted until the matching release).
 func (rt *Runtime) session(id string) (*live, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.closed {
 		return nil, ErrClosed
 	}
+	now := rt.now()
+	rt.evictLocked(now)
 	l := rt.live[id]
 	if l == nil {
-		l = &live{id: id, perms: map[string]*permRequest{}}
+		l = &live{id: id, w: rt.elog.Writer(id), perms: map[string]*permRequest{}}
 		rt.live[id] = l
 	}
+	l.pins++
+	l.lastUsed = now
 	return l, nil
 }
 
-// append persists one event of the session.
-func (rt *Runtime) append(ctx context.Context, sessionID, typ string, data any) ([]store.Event, error) {
+// known is session for a session already in memory, nil otherwise.
+func (rt *Runtime) known(id string) *live {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	l := rt.live[id]
+	if l == nil || rt.closed {
+		return nil
+	}
+	l.pins++
+	l.lastUsed = rt.now()
+	return l
+}
+
+// release unpins what session returned.
+func (rt *Runtime) release(l *live) {
+	rt.mu.Lock()
+	l.pins--
+	l.lastUsed = rt.now()
+	rt.mu.Unlock()
+}
+
+// evictLocked drops idle sessions' state: those unused for IdleEvict, and,
+// past MaxLiveSessions, the least recently used idle ones (down to nine
+// tenths of it, so that the scan is not repeated at every call). A session
+// is idle when nobody holds it, no turn runs or waits and no permission
+// request is open. The sweep runs at most every IdleEvict/2 unless the
+// bound is exceeded, so it costs nothing per call. The caller holds rt.mu.
+func (rt *Runtime) evictLocked(now time.Time) {
+	over := len(rt.live) >= rt.cfg.MaxLiveSessions
+	if !over && now.Sub(rt.lastSweep) < rt.cfg.IdleEvict/2 {
+		return
+	}
+	rt.lastSweep = now
+	var idle []*live
+	for _, l := range rt.live {
+		if l.pins > 0 {
+			continue
+		}
+		l.mu.Lock()
+		busy := l.running || len(l.queue) > 0 || len(l.perms) > 0 || l.writer != nil
+		l.mu.Unlock()
+		switch {
+		case busy:
+		case now.Sub(l.lastUsed) >= rt.cfg.IdleEvict:
+			rt.evictOne(l)
+		case over:
+			idle = append(idle, l)
+		}
+	}
+	if keep := rt.cfg.MaxLiveSessions * 9 / 10; len(rt.live) > keep && len(idle) > 0 {
+		slices.SortFunc(idle, func(a, b *live) int { return a.lastUsed.Compare(b.lastUsed) })
+		for _, l := range idle[:min(len(idle), len(rt.live)-keep)] {
+			rt.evictOne(l)
+		}
+	}
+}
+
+// evictOne forgets an idle session's state; the caller holds rt.mu.
+func (rt *Runtime) evictOne(l *live) {
+	delete(rt.live, l.id)
+	l.w.Close()
+}
+
+// rememberAnswered records an answered request id, forgetting the oldest
+// past maxAnsweredIDs. The caller holds l.mu.
+func (l *live) rememberAnswered(id string) {
+	if l.answeredIDs == nil {
+		l.answeredIDs = map[string]bool{}
+	}
+	if l.answeredIDs[id] {
+		return
+	}
+	if len(l.answeredFIFO) >= maxAnsweredIDs {
+		delete(l.answeredIDs, l.answeredFIFO[0])
+		l.answeredFIFO = l.answeredFIFO[1:]
+	}
+	l.answeredIDs[id] = true
+	l.answeredFIFO = append(l.answeredFIFO, id)
+}
+
+// appendTo appends one event of the session's incarnation l and waits
+// until it is stored.
+func (rt *Runtime) appendTo(ctx context.Context, l *live, typ string, data any) ([]store.Event, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return nil, err
 	}
-	return rt.elog.Append(ctx, sessionID, store.Event{Type: typ, Data: b})
+	return l.w.Append(ctx, store.Event{Type: typ, Data: b})
 }

@@ -258,8 +258,12 @@ func TestQueueCancelAndErrors(t *testing.T) {
 	if !strings.Contains(string(evs[len(evs)-1].Data), `"text":"second answer"`) {
 		t.Fatalf("second turn: %s", evs[len(evs)-1].Data)
 	}
+	// The cancelled turn is closed with its own "[interrupted]" answer,
+	// so the new prompt is not merged into its tool results (issue 12).
 	req := p.Requests()[1]
-	if n := len(req.Messages); n != 3 || req.Messages[2].Content[0].Type != llm.BlockToolResult {
+	if n := len(req.Messages); n != 5 || req.Messages[2].Content[0].Type != llm.BlockToolResult ||
+		req.Messages[3].Role != llm.RoleAssistant || req.Messages[3].Text() != runtime.InterruptedText ||
+		req.Messages[4].Role != llm.RoleUser || req.Messages[4].Text() != "again" {
 		t.Fatalf("second request history: %+v", req.Messages)
 	}
 
@@ -362,36 +366,55 @@ func TestQueuedMessagesAreMarked(t *testing.T) {
 	}
 }
 
-// A turn that cannot start (here: a bad option) loses nothing: its message
-// stays in the conversation and the next turn's model sees both messages,
-// merged into one user message.
+// A turn that cannot start (here: a bad option) or whose model call the
+// provider refuses loses nothing: its message stays in the conversation,
+// as a message of its own closed by an "[interrupted]" answer, and the
+// next turn's prompt stands on its own instead of being merged into it
+// (before issue 12 the two were merged, so a refused prompt went with
+// every later one).
 func TestFailedTurnKeepsTheMessage(t *testing.T) {
 	t.Parallel()
-	p := llmtest.NewScripted("scripted", llmtest.Text("ok"))
-	rt, db := setup(t, filepath.Join(t.TempDir(), "w.db"), p, "", nil)
-	defer db.Close()
-	defer rt.Shutdown(context.Background())
-	ctx := context.Background()
-	s, _ := rt.CreateSession(ctx, "")
-	seq, err := rt.Send(ctx, s.ID, "first thought", runtime.TurnOptions{Thinking: "enormous"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(types(readTurn(t, rt, s.ID, seq-1, nil)), " "); got != "user_message message_consumed error done" {
-		t.Fatalf("events: %s", got)
-	}
-	msgs, err := rt.Messages(ctx, s.ID)
-	if err != nil || len(msgs) != 1 || msgs[0].Text() != "first thought" {
-		t.Fatalf("history after the failed turn = %+v, %v", msgs, err)
-	}
-	seq, err = rt.Send(ctx, s.ID, "second thought", runtime.TurnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	readTurn(t, rt, s.ID, seq-1, nil)
-	req := p.Requests()[0]
-	if len(req.Messages) != 1 || !strings.Contains(req.Messages[0].Text(), "first thought") || !strings.Contains(req.Messages[0].Text(), "second thought") {
-		t.Fatalf("the model saw %+v", req.Messages)
+	for _, tc := range []struct {
+		name   string
+		opt    runtime.TurnOptions
+		script []llmtest.Script
+	}{
+		{"cannot start", runtime.TurnOptions{Thinking: "enormous"}, nil},
+		{"provider refuses", runtime.TurnOptions{}, []llmtest.Script{{Status: 401, ErrorMessage: "invalid x-api-key"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := llmtest.NewScripted("scripted", append(tc.script, llmtest.Text("ok"))...)
+			rt, db := setup(t, filepath.Join(t.TempDir(), "w.db"), p, "", nil)
+			defer db.Close()
+			defer rt.Shutdown(context.Background())
+			ctx := context.Background()
+			s, _ := rt.CreateSession(ctx, "")
+			seq, err := rt.Send(ctx, s.ID, "first thought", tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := readTurn(t, rt, s.ID, seq-1, nil)
+			if got := types(evs); got[len(got)-2] != "error" || !strings.Contains(string(evs[len(evs)-1].Data), `"stop_reason":"error"`) {
+				t.Fatalf("events: %v", got)
+			}
+			msgs, err := rt.Messages(ctx, s.ID)
+			if err != nil || len(msgs) != 2 || msgs[0].Text() != "first thought" || msgs[1].Role != llm.RoleAssistant || msgs[1].Text() != runtime.InterruptedText {
+				t.Fatalf("history after the failed turn = %+v, %v", msgs, err)
+			}
+			seq, err = rt.Send(ctx, s.ID, "second thought", runtime.TurnOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if evs := readTurn(t, rt, s.ID, seq-1, nil); !strings.Contains(string(evs[len(evs)-1].Data), `"stop_reason":"end_turn"`) {
+				t.Fatalf("the turn after the failed one: %s", evs[len(evs)-1].Data)
+			}
+			reqs := p.Requests()
+			req := reqs[len(reqs)-1]
+			if len(req.Messages) != 3 || req.Messages[0].Text() != "first thought" || req.Messages[1].Text() != runtime.InterruptedText || req.Messages[2].Text() != "second thought" {
+				t.Fatalf("the model saw %+v", req.Messages)
+			}
+		})
 	}
 }
 
@@ -453,9 +476,9 @@ func (c *countingStore) ReplaceMessages(ctx context.Context, id string, msgs []l
 	return c.Store.ReplaceMessages(ctx, id, msgs)
 }
 
-// A turn writes only the messages it added; a turn that changes what is
-// stored (the failed turn's message merged into the next one) rewrites the
-// conversation. Either way the store ends up with what the model saw.
+// A turn writes only the messages it added, a failed one too (its message
+// and its "[interrupted]" answer): the store ends up with what the model
+// saw, and nothing is rewritten.
 func TestConversationIsSavedIncrementally(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -481,8 +504,8 @@ func TestConversationIsSavedIncrementally(t *testing.T) {
 	}{
 		{"one", runtime.TurnOptions{}, 1, 0, []string{"one", "a"}},
 		{"two", runtime.TurnOptions{}, 2, 0, []string{"one", "a", "two", "b"}},
-		{"three", runtime.TurnOptions{Thinking: "enormous"}, 3, 0, []string{"one", "a", "two", "b", "three"}},
-		{"four", runtime.TurnOptions{}, 3, 1, []string{"one", "a", "two", "b", "three\nfour", "c"}},
+		{"three", runtime.TurnOptions{Thinking: "enormous"}, 3, 0, []string{"one", "a", "two", "b", "three", runtime.InterruptedText}},
+		{"four", runtime.TurnOptions{}, 4, 0, []string{"one", "a", "two", "b", "three", runtime.InterruptedText, "four", "c"}},
 	}
 	for _, st := range steps {
 		seq, err := rt.Send(ctx, s.ID, st.prompt, st.opt)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
 )
 
@@ -15,18 +16,23 @@ func (rt *Runtime) drain(l *live) {
 	defer rt.turns.Done()
 	for {
 		l.mu.Lock()
-		if len(l.queue) == 0 || rt.shutdown.Err() != nil {
+		if len(l.queue) == 0 || rt.shutdown.Err() != nil || l.gone.Load() {
 			dropped := l.queue
 			l.running = false
 			l.queue = nil
+			close(l.idle)
 			l.mu.Unlock()
-			rt.dropped(l.id, dropped, "shutting down")
+			rt.dropped(l, dropped, "shutting down")
+			rt.mu.Lock()
+			l.lastUsed = rt.now()
+			rt.mu.Unlock()
 			return
 		}
 		q := l.queue[0]
 		l.queue = l.queue[1:]
 		ctx, cancel := context.WithCancel(rt.shutdown)
 		l.cancel = cancel
+		l.turnDone = false
 		l.mu.Unlock()
 
 		rt.turn(ctx, l, q)
@@ -39,18 +45,44 @@ func (rt *Runtime) drain(l *live) {
 }
 
 // turn runs one message to its done event, appending every event and
-// saving the conversation at the end, whatever happened.
+// saving the conversation at the end, whatever happened. A turn that did
+// not finish (it failed or was cancelled) leaves its message in the
+// conversation as a message of its own, followed by an "[interrupted]"
+// answer (closeInterrupted), so that the next message is not merged into
+// it and the history stays valid for every provider.
 func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 	// Persisting must outlive a cancelled turn.
 	bg := context.WithoutCancel(ctx)
-	if _, err := rt.append(bg, l.id, "message_consumed", MessageData{MessageSeq: q.seq}); err != nil {
-		rt.log.Error("appending an event failed", "session", l.id, "type", "message_consumed", "error", err)
+	loadErr := rt.loadHistory(bg, l)
+	consumed := MessageData{MessageSeq: q.seq}
+	if loadErr == nil {
+		n := len(l.history)
+		consumed.MessagesBefore = &n
+	}
+	if _, err := rt.appendTo(bg, l, store.EventMessageConsumed, consumed); err != nil {
+		// A turn nobody could see, whose start is not recorded, must not
+		// run (its tools would act unseen). The message stays accepted and
+		// unanswered in the store: the next start reports it dropped.
+		rt.log.Error("the turn cannot start: recording its start failed", "session", l.id, "message_seq", q.seq, "error", err)
+		return
 	}
 	fail := func(err error) {
 		rt.log.Error("turn failed to start", "session", l.id, "error", err)
-		rt.keepMessage(bg, l, q.text)
-		_, _ = rt.append(bg, l.id, string(agent.EventError), agent.ErrorData{Error: err.Error()})
-		_, _ = rt.append(bg, l.id, string(agent.EventDone), agent.DoneData{StopReason: agent.StopError})
+		if loadErr == nil {
+			h := append(l.history[:len(l.history):len(l.history)], llm.UserText(q.text))
+			if err := rt.saveHistory(bg, l, closeInterrupted(h)); err != nil {
+				rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
+			}
+		}
+		_, _ = rt.appendTo(bg, l, string(agent.EventError), agent.ErrorData{Error: err.Error()})
+		l.mu.Lock()
+		l.turnDone = true
+		l.mu.Unlock()
+		_, _ = rt.appendTo(bg, l, string(agent.EventDone), agent.DoneData{StopReason: agent.StopError})
+	}
+	if loadErr != nil {
+		fail(fmt.Errorf("loading the conversation: %w", loadErr))
+		return
 	}
 	if err := rt.loadOverride(bg, l); err != nil {
 		fail(err)
@@ -61,21 +93,13 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 		fail(err)
 		return
 	}
-	if !l.loaded {
-		h, err := rt.cfg.Store.LoadMessages(bg, l.id)
-		if err != nil {
-			fail(fmt.Errorf("loading the conversation: %w", err))
-			return
-		}
-		l.history, l.loaded, l.stored = h, true, true
-	}
 	var state *tool.Session
 	if l.tools != nil {
 		state = l.tools.ToolState()
 	}
 	s := a.ResumeSessionWith(l.history, state)
 	l.tools = s
-	w := rt.newWriter(l.id)
+	w := rt.newWriter(l)
 	l.mu.Lock()
 	l.writer = w
 	l.mu.Unlock()
@@ -86,9 +110,13 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 		l.mu.Unlock()
 	}()
 	saved := false
-	save := func() {
+	save := func(finished bool) {
 		saved = true
-		if err := rt.saveHistory(bg, l, s.Messages()); err != nil {
+		h := s.Messages()
+		if !finished {
+			h = closeInterrupted(h)
+		}
+		if err := rt.saveHistory(bg, l, h); err != nil {
 			rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
 		}
 	}
@@ -97,13 +125,30 @@ func (rt *Runtime) turn(ctx context.Context, l *live, q queued) {
 			// Saved before done is visible: a client that reads done and
 			// asks for the session must see the turn, and a crash after
 			// done must not lose it.
-			save()
+			d, _ := ev.Data.(agent.DoneData)
+			save(d.StopReason != agent.StopCancelled && d.StopReason != agent.StopError)
+			l.mu.Lock()
+			l.turnDone = true
+			l.mu.Unlock()
 		}
 		w.push(string(ev.Type), ev.Data)
 	}
 	if !saved {
-		save()
+		save(false)
 	}
+}
+
+// loadHistory reads the session's conversation once per in-memory state.
+func (rt *Runtime) loadHistory(ctx context.Context, l *live) error {
+	if l.loaded {
+		return nil
+	}
+	h, err := rt.cfg.Store.LoadMessages(ctx, l.id)
+	if err != nil {
+		return err
+	}
+	l.history, l.loaded, l.stored = h, true, true
+	return nil
 }
 
 func (rt *Runtime) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
@@ -137,31 +182,45 @@ func (rt *Runtime) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 	})
 }
 
-// keepMessage adds the text of a turn that could not start to the
-// conversation, so that nothing the user sent is lost: the next turn sees
-// it (merged with the next message, as consecutive user messages must be).
-func (rt *Runtime) keepMessage(ctx context.Context, l *live, text string) {
-	h := l.history
-	if !l.loaded {
-		var err error
-		if h, err = rt.cfg.Store.LoadMessages(ctx, l.id); err != nil {
-			rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
-			return
+// InterruptedText is the text of the answer closeInterrupted gives a turn
+// that did not finish.
+const InterruptedText = "[interrupted]"
+
+// closeInterrupted ends the history of a turn that did not finish (it
+// failed before or while the model answered, was cancelled, or was cut off
+// by a crash) with an assistant message of its own, "[interrupted]", when
+// it ends with a user message: the prompt, or the results of the tools the
+// turn ran. Without it the next prompt would be merged into that user
+// message (consecutive same-role messages must be merged for Anthropic and
+// Gemini), so a prompt the provider rejected would go with every later one
+// and fail them all, and a cancelled request would be answered together
+// with the next. A last assistant message with tool calls gets error
+// results first, as the agent would give them. The prompt itself is kept:
+// every accepted message stays in the conversation (rewind removes it).
+func closeInterrupted(h []llm.Message) []llm.Message {
+	n := len(h)
+	if n == 0 {
+		return h
+	}
+	h = h[:n:n] // never write into the caller's array
+	if last := h[n-1]; last.Role == llm.RoleAssistant {
+		uses := last.ToolUses()
+		if len(uses) == 0 {
+			return h
 		}
-		l.loaded, l.stored = true, true
+		results := make([]llm.Block, len(uses))
+		for i, u := range uses {
+			results[i] = llm.ToolResult(u.ToolUseID, true, llm.Text("Tool call interrupted: no result was recorded."))
+		}
+		h = append(h, llm.Message{Role: llm.RoleUser, Content: results})
 	}
-	msg := llm.UserText(text)
-	if n := len(h); n > 0 && h[n-1].Role == llm.RoleUser {
-		last := h[n-1]
-		last.Content = append(append([]llm.Block(nil), last.Content...), msg.Content...)
-		h = append(h[:n-1:n-1], last)
-	} else {
-		h = append(h[:len(h):len(h)], msg)
-	}
-	if err := rt.saveHistory(ctx, l, h); err != nil {
-		rt.log.Error("keeping the message of a failed turn failed", "session", l.id, "error", err)
-	}
+	return append(h, llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text(InterruptedText)}})
 }
+
+// CloseInterrupted is closeInterrupted for front doors that hold an
+// agent.Session themselves (weft chat): the history of a run that did not
+// finish, closed so that the next prompt stands on its own.
+func CloseInterrupted(h []llm.Message) []llm.Message { return closeInterrupted(h) }
 
 // saveHistory makes h the session's conversation, in memory and in the
 // store. A turn only adds messages, so when the stored conversation is a
@@ -169,7 +228,15 @@ func (rt *Runtime) keepMessage(ctx context.Context, l *live, text string) {
 // every turn made each turn of a long session dearer than the last. A
 // changed prefix (a merged user message), or a store that may disagree
 // after a failed save, gets the whole conversation rewritten.
+//
+// Nothing is written once the session was deleted (l.gone): a turn still
+// winding down must not write into a session created with the same id.
 func (rt *Runtime) saveHistory(ctx context.Context, l *live, h []llm.Message) error {
+	l.storeMu.Lock()
+	defer l.storeMu.Unlock()
+	if l.gone.Load() {
+		return fmt.Errorf("session %s: %w (deleted)", l.id, ErrNotFound)
+	}
 	old, stored := l.history, l.stored
 	l.history, l.stored = h, false
 	var err error

@@ -5,25 +5,29 @@ import (
 	"encoding/json"
 	"sync/atomic"
 
+	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/store"
 )
 
-// eventWriter appends one turn's events. Events are published to the event
-// log, which numbers them and wakes the session's readers at once, and
-// reach the store behind, in batches: a delta reaches a client without
-// waiting for a durable commit, so a busy server's latency is not its
-// commit queue's. sync waits for durability where it matters, and close
-// waits for the whole turn.
+// eventWriter appends one turn's events to the session's incarnation (so a
+// turn of a deleted session writes nothing into a successor with the same
+// id). Events are published to the event log, which numbers them and
+// commits them in its next round, and readers see each one once it is
+// stored (durable before visible); the turn itself does not wait for the
+// commits. sync waits for durability where the turn must (a permission
+// request that a person has to see to answer), and close waits for the
+// whole turn.
 type eventWriter struct {
 	rt *Runtime
 	id string
+	w  *eventlog.Writer
 	// failed makes a persistence failure logged once per turn, not once per
 	// event.
 	failed atomic.Bool
 }
 
-func (rt *Runtime) newWriter(sessionID string) *eventWriter {
-	return &eventWriter{rt: rt, id: sessionID}
+func (rt *Runtime) newWriter(l *live) *eventWriter {
+	return &eventWriter{rt: rt, id: l.id, w: l.w}
 }
 
 // push appends an event without waiting for the store. It blocks only when
@@ -36,28 +40,27 @@ func (w *eventWriter) push(typ string, data any) {
 		return
 	}
 	// Persisting outlives a cancelled turn.
-	if _, err := w.rt.elog.Publish(context.Background(), w.id, store.Event{Type: typ, Data: b}); err != nil {
+	if _, err := w.w.Publish(context.Background(), store.Event{Type: typ, Data: b}); err != nil {
 		w.fail(typ, err)
 	}
 }
 
 // sync appends an event and waits until it is in the store, for events
-// that must be durable before the turn goes on (a permission request that a
-// person has to see to answer).
+// that must be durable (and so visible) before the turn goes on.
 func (w *eventWriter) sync(typ string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		w.rt.log.Error("encoding an event failed", "session", w.id, "type", typ, "error", err)
 		return
 	}
-	if _, err := w.rt.elog.Append(context.Background(), w.id, store.Event{Type: typ, Data: b}); err != nil {
+	if _, err := w.w.Append(context.Background(), store.Event{Type: typ, Data: b}); err != nil {
 		w.fail(typ, err)
 	}
 }
 
 // close waits until every event of the turn is in the store.
 func (w *eventWriter) close() {
-	if err := w.rt.elog.Flush(context.Background(), w.id); err != nil {
+	if err := w.w.Flush(context.Background()); err != nil {
 		w.fail("", err)
 	}
 }

@@ -70,12 +70,18 @@ func TestSSECoalescing(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	// publish appends n events and waits until they are stored: readers
+	// see only stored events (durable before visible), so a backlog is
+	// one once it is in the store.
 	publish := func(id string, n int) {
 		t.Helper()
 		for range n {
 			if _, err := lg.Publish(ctx, id, store.Event{Type: "text_delta", Data: []byte(`{"text":"x"}`)}); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if err := lg.Flush(ctx, id); err != nil {
+			t.Fatal(err)
 		}
 	}
 	s := &Server{closing: context.Background(), keepalive: time.Hour}

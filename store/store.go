@@ -100,6 +100,44 @@ type Events interface {
 	ReadEvents(ctx context.Context, sessionID string, after int64, limit int) ([]Event, error)
 }
 
+// Turn framing. A session's event log frames its turns with four event
+// types, which the store understands so that the work a crash cut off can
+// be found without reading event logs:
+//   - user_message: a message accepted (its seq is the message's);
+//   - message_consumed, data {"message_seq": N}: message N's turn started;
+//   - message_dropped, data {"message_seq": N}: message N will never run;
+//   - done: the running turn ended.
+//
+// Messages are started or dropped in the order of their seqs.
+const (
+	EventUserMessage     = "user_message"
+	EventMessageConsumed = "message_consumed"
+	EventMessageDropped  = "message_dropped"
+	EventDone            = "done"
+)
+
+// OpenTurns is a session whose event log ends with work in progress: a
+// message accepted and neither started nor dropped, or a turn started and
+// not done.
+type OpenTurns struct {
+	SessionID string
+	// Accepted is the seq of the session's last user_message event;
+	// Answered the message_seq of its last message_consumed or
+	// message_dropped (every message up to it was started or dropped);
+	// Running the message_seq of a message_consumed no done followed, 0
+	// when none. The messages in (Answered, Accepted] never started.
+	Accepted, Answered, Running int64
+}
+
+// Turns finds the sessions a crash left with work in progress. A store
+// keeps what it needs as events are appended (the turn framing above), so
+// that finding them costs nothing like reading every event log.
+type Turns interface {
+	// ListOpenTurns returns every session with Accepted > Answered or
+	// Running != 0, in no particular order.
+	ListOpenTurns(ctx context.Context) ([]OpenTurns, error)
+}
+
 // EventBatch is one session's (or run's) events, for BatchEvents.
 type EventBatch struct {
 	SessionID string
@@ -122,6 +160,7 @@ type Store interface {
 	Sessions
 	Messages
 	Events
+	Turns
 	Runs
 	Workflows
 	Schedules

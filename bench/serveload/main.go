@@ -26,6 +26,12 @@
 // program re-executed with -clients-only), so that a CPU profile
 // (-cpuprofile) and the CPU column separate the server's work from the
 // load generator's. Both processes share the machine's cores either way.
+//
+// Each row of (a) is measured twice in the same run, unless -relay=false:
+// against weft, and against a bare relay (relay.go: a minimal Go SSE
+// server fanning out the same fake deltas with no store and no engine),
+// so that weft's server CPU per delivered delta is reported as a ratio
+// to the relay's.
 package main
 
 import (
@@ -109,6 +115,7 @@ type config struct {
 	split    bool
 	profile  string
 	steady   time.Duration
+	relay    bool
 }
 
 func main() {
@@ -121,9 +128,10 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of (a) and (b) to this file (with -split: the server's; the clients' goes to FILE.clients)")
 	clientsOnly := flag.String("clients-only", "", "internal: run only the clients of (a) and (b) against this base URL (what -split starts)")
 	steady := flag.Duration("steady", 0, "measure (a) in a steady state: sessions start spread over one turn, run turns back to back, and only this window after the ramp is measured (0: every session runs one turn, all starting at once)")
+	withRelay := flag.Bool("relay", true, "measure each row of (a) against the bare relay too (relay.go), for the CPU ratio")
 	flag.Parse()
 	cfg := config{sessions: ints(*sessions), deltas: *deltas, interval: *interval, readers: ints(*readers),
-		idle: *idle, split: *split, profile: *profile, steady: *steady}
+		idle: *idle, split: *split, profile: *profile, steady: *steady, relay: *withRelay}
 	var err error
 	if *clientsOnly != "" {
 		err = runClients(cfg, *clientsOnly)
@@ -184,6 +192,7 @@ func run(cfg config) error {
 	var writes writeLog
 	mux.HandleFunc(writesPath, writes.serve)
 	mux.Handle("/", writes.wrap(h))
+	(&relay{deltas: cfg.deltas, interval: cfg.interval}).register(mux, writes.wrap)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -255,7 +264,8 @@ func spawnClients(cfg config, base string) error {
 	}
 	args := []string{"-clients-only", base,
 		"-sessions", joinInts(cfg.sessions), "-readers", joinInts(cfg.readers),
-		"-deltas", strconv.Itoa(cfg.deltas), "-interval", cfg.interval.String(), "-steady", cfg.steady.String()}
+		"-deltas", strconv.Itoa(cfg.deltas), "-interval", cfg.interval.String(), "-steady", cfg.steady.String(),
+		"-relay=" + strconv.FormatBool(cfg.relay)}
 	if cfg.profile != "" {
 		args = append(args, "-cpuprofile", cfg.profile+".clients")
 	}
@@ -338,60 +348,53 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 		fmt.Printf("    steady state: turns back to back, starts spread over one turn, %s measured after the ramp (events/s: text deltas)\n", cfg.steady)
 	}
 	fmt.Println("    added latency from provider delta: at the client (as it parses the frame), and at the server (as the frame is flushed to the connection)")
-	head := fmt.Sprintf("%10s %10s %11s %11s %11s %11s %11s %11s", "sessions", "events/s", "client p50", "client p99", "client p99.9", "server p50", "server p99", "server p99.9")
+	head := fmt.Sprintf("%6s %10s %10s %11s %11s %11s %11s %11s %11s", "server", "sessions", "events/s", "client p50", "client p99", "client p99.9", "server p50", "server p99", "server p99.9")
 	if serverCPU == nil {
-		fmt.Printf("%s %12s\n", head, "cpu (cores)")
+		fmt.Printf("%s %12s %10s\n", head, "cpu (cores)", "µs/delta")
 	} else {
-		fmt.Printf("%s %12s %12s\n", head, "server cores", "client cores")
+		fmt.Printf("%s %12s %12s %10s\n", head, "server cores", "client cores", "µs/delta")
+	}
+	servers := []string{"weft"}
+	if cfg.relay {
+		servers = append(servers, "relay")
 	}
 	for _, n := range cfg.sessions {
-		var s0, s1, c0, c1 time.Duration
-		var cpuErr error
-		mark := func(server, client *time.Duration) {
-			if serverCPU != nil {
-				var err error
-				if *server, err = serverCPU(); err != nil {
-					cpuErr = err
-				}
+		perDelta := map[string]float64{}
+		for _, server := range servers {
+			prefix := ""
+			if server == "relay" {
+				prefix = relayPrefix
 			}
-			*client = cpuTime()
+			r, err := measureRow(cfg, client, base, prefix, n, serverCPU)
+			if err != nil {
+				return err
+			}
+			round := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+			row := fmt.Sprintf("%6s %10d %10.0f %11s %11s %11s %11s %11s %11s", server, n, r.rate,
+				pct(r.m.lat, 50), pct(r.m.lat, 99), pct(r.m.lat, 99.9), round(r.w50), round(r.w99), round(r.w999))
+			us := "-"
+			if r.deltas > 0 {
+				perDelta[server] = r.serverCPU.Seconds() / float64(r.deltas) * 1e6
+				us = fmt.Sprintf("%.1f", perDelta[server])
+			}
+			if serverCPU == nil {
+				fmt.Printf("%s %12.2f %10s\n", row, r.clientCores, us)
+			} else {
+				fmt.Printf("%s %12.2f %12.2f %10s\n", row, r.serverCores, r.clientCores, us)
+			}
+			wait, err := settle(busy)
+			if err != nil {
+				return err
+			}
+			settled = append(settled, fmt.Sprintf("%s %d sessions %s", server, n, wait.Round(10*time.Millisecond)))
 		}
-		var (
-			m   measured
-			err error
-		)
-		if cfg.steady > 0 {
-			m, err = steadySessions(client, base, n, cfg, func() { mark(&s0, &c0) }, func() { mark(&s1, &c1) })
-		} else {
-			// CPU is counted from when the turns start (after the
-			// sessions are created) until the last stream ends.
-			m, err = streamSessions(client, base, n, func() { mark(&s0, &c0) })
-			mark(&s1, &c1)
+		if w, b := perDelta["weft"], perDelta["relay"]; w > 0 && b > 0 {
+			what := "server CPU"
+			if serverCPU == nil {
+				what = "CPU (server and clients: use -split to separate them)"
+			}
+			fmt.Printf("%6s %10d %s per delivered delta, weft/relay: %.2fx\n", "ratio", n, what, w/b)
 		}
-		if err == nil {
-			err = cpuErr
-		}
-		if err != nil {
-			return err
-		}
-		w50, w99, w999, err := serverWrites(client, base, m.from, m.to)
-		if err != nil {
-			return err
-		}
-		round := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
-		cores := float64(c1-c0) / float64(m.elapsed)
-		row := fmt.Sprintf("%10d %10.0f %11s %11s %11s %11s %11s %11s", n, float64(m.events)/m.elapsed.Seconds(),
-			pct(m.lat, 50), pct(m.lat, 99), pct(m.lat, 99.9), round(w50), round(w99), round(w999))
-		if serverCPU == nil {
-			fmt.Printf("%s %12.2f\n", row, cores)
-		} else {
-			fmt.Printf("%s %12.2f %12.2f\n", row, float64(s1-s0)/float64(m.elapsed), cores)
-		}
-		wait, err := settle(busy)
-		if err != nil {
-			return err
-		}
-		settled = append(settled, fmt.Sprintf("%d sessions %s", n, wait.Round(10*time.Millisecond)))
 	}
 	if len(settled) > 0 {
 		fmt.Printf("server busy after the last stream ended (storing what it delivered): %s\n", strings.Join(settled, ", "))
@@ -407,6 +410,60 @@ func clients(cfg config, client *http.Client, base string, serverCPU func() (tim
 		fmt.Printf("%10d %16.0f\n", r, rate)
 	}
 	return nil
+}
+
+// row is one measurement of (a).
+type row struct {
+	m                        measured
+	rate                     float64 // events/s
+	deltas                   int     // text deltas delivered (counted by the clients)
+	w50, w99, w999           time.Duration
+	serverCPU                time.Duration // the server's CPU over the row (in one process: all of it, clients included)
+	serverCores, clientCores float64
+}
+
+// measureRow runs one row of (a) against the server at base+prefix.
+func measureRow(cfg config, client *http.Client, base, prefix string, n int, serverCPU func() (time.Duration, error)) (row, error) {
+	var s0, s1, c0, c1 time.Duration
+	var cpuErr error
+	mark := func(server, client *time.Duration) {
+		if serverCPU != nil {
+			var err error
+			if *server, err = serverCPU(); err != nil {
+				cpuErr = err
+			}
+		}
+		*client = cpuTime()
+	}
+	var (
+		m   measured
+		err error
+	)
+	if cfg.steady > 0 {
+		m, err = steadySessions(client, base+prefix, n, cfg, func() { mark(&s0, &c0) }, func() { mark(&s1, &c1) })
+	} else {
+		// CPU is counted from when the turns start (after the sessions
+		// are created) until the last stream ends.
+		m, err = streamSessions(client, base+prefix, n, func() { mark(&s0, &c0) })
+		mark(&s1, &c1)
+	}
+	if err == nil {
+		err = cpuErr
+	}
+	if err != nil {
+		return row{}, err
+	}
+	r := row{m: m, rate: float64(m.events) / m.elapsed.Seconds(), deltas: len(m.lat)}
+	if r.w50, r.w99, r.w999, err = serverWrites(client, base, m.from, m.to); err != nil {
+		return row{}, err
+	}
+	r.clientCores = float64(c1-c0) / float64(m.elapsed)
+	r.serverCPU = c1 - c0
+	if serverCPU != nil {
+		r.serverCPU = s1 - s0
+		r.serverCores = float64(s1-s0) / float64(m.elapsed)
+	}
+	return r, nil
 }
 
 // appends measures durable single-event appends from concurrent writers,

@@ -25,7 +25,8 @@ func newChatCmd(env environ) *cobra.Command {
 		Short: "Chat with an agent on one session, line by line",
 		Long: `chat is a line-based REPL on one session: each line you type is a message,
 and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
-/clear (forget the conversation), /cost (usage and cost so far), /ratelimit
+/clear (forget the conversation), /rewind [N] (forget the last N turns,
+default 1), /cost (usage and cost so far), /ratelimit
 (the API key pool: masked keys, state, cool-down), /help.
 Ctrl-C during a run stops the run and keeps the session; at the prompt it
 clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
@@ -68,6 +69,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
 	tr := &textRenderer{out: env.stdout, errw: env.stderr, showThinking: showThinking}
+	var turns chatTurns
 	var lastInterrupt time.Time // Ctrl-C at the prompt; zero once a line came
 	for {
 		fmt.Fprint(env.stderr, "> ")
@@ -91,6 +93,10 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			return err
 		}
 		line = strings.TrimSpace(line)
+		if cmd, arg, _ := strings.Cut(line, " "); cmd == "/rewind" {
+			s = turns.rewind(a, s, arg, env.stderr)
+			continue
+		}
 		switch line {
 		case "":
 			continue
@@ -98,10 +104,11 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			return nil
 		case "/clear":
 			s.Clear()
+			turns.starts = nil
 			fmt.Fprintln(env.stderr, "conversation cleared")
 			continue
 		case "/cost":
-			t := s.Totals()
+			t := turns.totals(s)
 			fmt.Fprintf(env.stdout, "%d turns, %d in / %d out tokens (%d cache read, %d cache write), $%.4f\n",
 				t.Turns, t.Usage.InputTokens, t.Usage.OutputTokens, t.Usage.CacheReadTokens, t.Usage.CacheWriteTokens, t.CostUSD)
 			continue
@@ -109,7 +116,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			printKeyPool(env.stdout, info.Provider, keys, time.Now())
 			continue
 		case "/help":
-			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /cost usage and cost so far  /ratelimit the API key pool")
+			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /cost usage and cost so far  /ratelimit the API key pool")
 			mcpHelp(mcpServers, env.stdout)
 			continue
 		}
@@ -126,21 +133,25 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 		// Ctrl-C stops this run only; the REPL goes on.
 		runCtx, cancelRun := context.WithCancel(ctx)
 		ran, watched := make(chan struct{}), make(chan struct{})
+		interrupted := false
 		go func() {
 			defer close(watched)
 			select {
 			case <-interrupts:
 				fmt.Fprintln(env.stderr, "\n^C: stopping the run")
+				interrupted = true
 				cancelRun()
 			case <-ran:
 			}
 		}()
+		turns.begin(s)
 		for ev := range s.Run(runCtx, line) {
 			tr.render(ev)
 		}
 		close(ran)
 		<-watched
 		cancelRun()
+		s = turns.end(a, s, interrupted || ctx.Err() != nil)
 		// A Ctrl-C pressed while the run was stopping was meant for it,
 		// not for the prompt.
 		select {

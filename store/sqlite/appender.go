@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weft-run/weft/store"
 )
@@ -222,8 +223,10 @@ func (a *appender) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	})
 	if err != nil {
 		a.db.seqs.reset()
+		return err
 	}
-	return err
+	a.db.fitCache(ctx, a.db.seqs.activeSessions())
+	return nil
 }
 
 // insert assigns r's seqs after the session's (or run's) last one and
@@ -248,6 +251,9 @@ func (l *eventLog) insert(ctx context.Context, tx *sql.Tx, r *appendReq) error {
 	}
 	pos.last += int64(len(r.events))
 	l.db.seqs.put(l, r.sessionID, pos)
+	if l.updateTurns != nil {
+		return l.framing(ctx, tx, pos.pk, r)
+	}
 	return nil
 }
 
@@ -266,6 +272,12 @@ type seqCache struct {
 	version int64
 	known   bool
 	m       map[seqKey]seqPos
+	// sec is the current second (of clock, time.Now by default) and
+	// active the sessions and runs appended to in it: the load fitCache
+	// sizes the write cache for.
+	clock  func() time.Time
+	sec    int64
+	active int
 }
 
 type seqKey struct {
@@ -273,7 +285,10 @@ type seqKey struct {
 	id  string
 }
 
-type seqPos struct{ pk, last int64 }
+type seqPos struct {
+	pk, last int64
+	sec      int64 // the second of the last append (seqCache.active)
+}
 
 // maxSeqCache bounds the cache; past it the cache starts over, which costs
 // one read per session appended to afterwards.
@@ -288,6 +303,21 @@ func (c *seqCache) check(v int64) {
 		clear(c.m)
 		c.version, c.known = v, true
 	}
+	now := time.Now
+	if c.clock != nil {
+		now = c.clock
+	}
+	if s := now().Unix(); s != c.sec {
+		c.sec, c.active = s, 0
+	}
+}
+
+// activeSessions is how many sessions and runs were appended to in the
+// current second.
+func (c *seqCache) activeSessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active
 }
 
 func (c *seqCache) get(l *eventLog, id string) (seqPos, bool) {
@@ -301,11 +331,16 @@ func (c *seqCache) put(l *eventLog, id string, p seqPos) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := seqKey{l, id}
+	old, ok := c.m[k]
 	if c.m == nil {
 		c.m = make(map[seqKey]seqPos)
-	} else if _, ok := c.m[k]; !ok && len(c.m) >= maxSeqCache {
+	} else if !ok && len(c.m) >= maxSeqCache {
 		clear(c.m)
 	}
+	if !ok || old.sec != c.sec {
+		c.active++
+	}
+	p.sec = c.sec
 	c.m[k] = p
 }
 

@@ -289,7 +289,7 @@ func TestSeqCacheFollowsOtherWriters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "weft.db")
-			a, b := openTest(t, path), openTest(t, path)
+			a, b := openTest(t, path), openForeign(t, path)
 			defer a.Close()
 			defer b.Close()
 			createSessions(t, a, "s")
@@ -419,6 +419,43 @@ func TestWriteCacheGrowsForManySessions(t *testing.T) {
 		}
 		if got := cache(); got != c.want {
 			t.Errorf("after a batch of %d sessions: cache_size %d, want %d", c.sessions, got, c.want)
+		}
+	}
+}
+
+// TestCacheGrowsWithSessionsPerSecond: appends to many sessions one by one
+// (small transactions, as the event log's rounds are under a steady load)
+// grow the write cache once bigCacheSessions sessions were appended to in
+// one second; the same appends spread over seconds do not.
+func TestCacheGrowsWithSessionsPerSecond(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, spread := range []bool{true, false} {
+		db := openTest(t, filepath.Join(t.TempDir(), "weft.db"))
+		defer db.Close()
+		var mu sync.Mutex
+		now := time.Unix(1_000_000, 0)
+		db.seqs.mu.Lock()
+		db.seqs.clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		db.seqs.mu.Unlock()
+		for i := range bigCacheSessions {
+			id := fmt.Sprintf("s%d", i)
+			createSessions(t, db, id)
+			if _, err := db.AppendEvents(ctx, id, store.Event{Type: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+			if spread && i%(bigCacheSessions/4) == 0 {
+				mu.Lock()
+				now = now.Add(time.Second)
+				mu.Unlock()
+			}
+		}
+		var v int
+		if err := db.w.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: -2000, false: -bigCacheKiB}[spread]; v != want {
+			t.Errorf("spread over seconds %v: cache_size %d, want %d", spread, v, want)
 		}
 	}
 }

@@ -18,6 +18,8 @@ type eventLog struct {
 	lastSeq     *sql.Stmt
 	insertEvent *sql.Stmt
 	readEvents  *sql.Stmt
+	// updateTurns keeps the turn framing (turns.go); nil for runs.
+	updateTurns *sql.Stmt
 }
 
 func (l *eventLog) notFound(id string) error {
@@ -82,7 +84,6 @@ func (l *eventLog) AppendEventBatches(ctx context.Context, batches []store.Event
 		req.index = i
 		reqs = append(reqs, req)
 	}
-	l.db.fitCache(ctx, len(reqs))
 	l.db.appender.runBatches(reqs)
 	for _, r := range reqs {
 		if errs[r.index] = <-r.done; errs[r.index] == nil {

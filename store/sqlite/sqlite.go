@@ -90,6 +90,10 @@ type DB struct {
 
 	bigCache atomic.Bool // the write cache has grown (fitCache)
 
+	lock *lockFile // nil for ":memory:"
+
+	ckpt *checkpointer // nil for ":memory:"
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -98,11 +102,13 @@ var _ store.Store = (*DB)(nil)
 
 // Tuning of the write connection (see Open and fitCache).
 const (
-	walCheckpointPages = 10_000
-	walSizeLimit       = 64 << 20
-	// bigCacheSessions is the number of sessions in one batch of appends
-	// (one persist round of the event log) from which the write cache
-	// grows from SQLite's default 2 MiB to bigCacheKiB.
+	// checkpointEvery is how often the checkpointer copies the WAL back
+	// into the database (checkpoint.go).
+	checkpointEvery = time.Second
+	walSizeLimit    = 64 << 20
+	// bigCacheSessions is the number of sessions (and runs) appended to
+	// within one second from which the write cache grows from SQLite's
+	// default 2 MiB to bigCacheKiB.
 	bigCacheSessions = 256
 	bigCacheKiB      = 8 << 10
 )
@@ -113,8 +119,16 @@ const (
 //
 // A database written by a newer weft (a schema version this binary does
 // not know) is refused with an error wrapping ErrSchemaTooNew rather than
-// risk misreading it.
+// risk misreading it. A database file another DB has open, in this
+// process or another, is refused with an error wrapping ErrLocked (one
+// writer per database, see lockFile); Close releases it.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	return open(ctx, path, opt, true)
+}
+
+// open is Open; lock false skips the one-writer lock, for tests whose
+// second handle stands for a foreign writer (the sqlite3 shell).
+func open(ctx context.Context, path string, opt Options, lock bool) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path (use \":memory:\" for a temporary database)")
 	}
@@ -128,7 +142,10 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	memory := path == ":memory:"
 
-	var base string
+	var (
+		base string
+		held *lockFile
+	)
 	if memory {
 		base = ":memory:"
 	} else {
@@ -141,6 +158,11 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		}
 		path = abs
 		base = fileURI(abs)
+		if lock {
+			if held, err = acquireLock(abs); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	q := url.Values{}
@@ -149,16 +171,19 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", sync)
 	q.Set("_txlock", "immediate")
-	// Under load the same pages (the last leaf of each session streaming
-	// events, which are clustered by session) are rewritten round after
-	// round, so a checkpoint every 10,000 WAL pages instead of 1,000
-	// copies each to the database once per ten rounds rather than once per
-	// round; the WAL file is cut back to 64 MiB after a checkpoint. The
-	// write connection's cache grows for such loads too (fitCache).
-	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointPages))
+	// No checkpoint on the commit path: a checkpoint copying thousands of
+	// pages stalled the commit that triggered it by 50-200 ms, and with
+	// events visible only once committed, every stream with it. The
+	// checkpointer (checkpoint.go) does it on a connection of its own
+	// instead. The WAL file is cut back to 64 MiB when it restarts. The
+	// write connection's cache grows under load too (fitCache).
+	if !memory {
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+	}
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	w, err := sql.Open("sqlite", base+"?"+q.Encode())
 	if err != nil {
+		_ = held.release()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	// One connection makes database/sql the write queue. For ":memory:" it
@@ -168,7 +193,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	db := &DB{path: path, w: w, r: w}
+	db := &DB{path: path, w: w, r: w, lock: held}
 	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, err
@@ -209,9 +234,14 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err := db.st.prepare(ctx, db.w, db.r); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
-	db.sessionEvents = eventLog{db: db, kind: "session", lastSeq: db.st.lastSeq, insertEvent: db.st.insertEvent, readEvents: db.st.readEvents}
+	db.sessionEvents = eventLog{db: db, kind: "session", lastSeq: db.st.lastSeq, insertEvent: db.st.insertEvent, readEvents: db.st.readEvents, updateTurns: db.st.updateTurns}
 	db.runEvents = eventLog{db: db, kind: "run", lastSeq: db.st.runLastSeq, insertEvent: db.st.insertRunEvent, readEvents: db.st.readRunEvents}
 	db.appender = startAppender(db)
+	if !memory {
+		if err := db.startCheckpointer(base, busy, checkpointEvery); err != nil {
+			return fail(fmt.Errorf("sqlite: open %s: %w", path, err))
+		}
+	}
 	return db, nil
 }
 
@@ -222,6 +252,9 @@ func (db *DB) Close() error {
 		if db.appender != nil {
 			db.appender.stop()
 		}
+		if db.ckpt != nil {
+			db.ckpt.stop()
+		}
 		errs := []error{db.st.close()}
 		// Readers first, so that the writer is the last connection and
 		// checkpoints the WAL back into the database file.
@@ -229,6 +262,8 @@ func (db *DB) Close() error {
 			errs = append(errs, db.r.Close())
 		}
 		errs = append(errs, db.w.Close())
+		// Last: the next writer may open the file as soon as this returns.
+		errs = append(errs, db.lock.release())
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr
@@ -258,15 +293,19 @@ func fileURI(abs string) string {
 	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
-// fitCache grows the write connection's page cache once a batch of appends
-// spans bigCacheSessions sessions. The working set of such a load is the
-// last leaf page of every session streaming events plus the pages above
-// them, more than SQLite's default 2 MiB holds at about 1,000 sessions,
-// so each persist round re-read most of them from the OS
-// (bench/serveload: about a tenth less server CPU at 1,000 sessions x 10
-// deltas/s with 8 MiB). A server that never sees such a load keeps the
-// default, so idle sessions do not pay for it. A failure leaves the
-// default in place, to be tried again with the next large batch.
+// fitCache grows the write connection's page cache once bigCacheSessions
+// sessions have been appended to within one second (sessions is that
+// count). The working set of such a load is the last leaf page of every
+// session streaming events plus the pages above them, more than SQLite's
+// default 2 MiB holds at about 1,000 sessions, so each commit re-read most
+// of them from the OS (bench/serveload: about a tenth less server CPU at
+// 1,000 sessions x 10 deltas/s with 8 MiB). It counts sessions per second
+// rather than per transaction because the event log commits as often as
+// it can (natural group commit): under a steady load a transaction holds
+// a few dozen sessions, while the working set is every session streaming.
+// A server that never sees such a load keeps the default, so idle
+// sessions do not pay for it. A failure leaves the default in place, to be
+// tried again later.
 func (db *DB) fitCache(ctx context.Context, sessions int) {
 	if sessions < bigCacheSessions || db.bigCache.Load() {
 		return

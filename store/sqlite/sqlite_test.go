@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -8,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +33,18 @@ func openTest(t testing.TB, path string) *DB {
 	db, err := Open(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatalf("Open(%q): %v", path, err)
+	}
+	return db
+}
+
+// openForeign opens a second handle on a file another DB holds, without
+// the one-writer lock: it stands for a foreign writer (the sqlite3 shell,
+// a script), which the lock does not stop and the seq cache must notice.
+func openForeign(t testing.TB, path string) *DB {
+	t.Helper()
+	db, err := open(context.Background(), path, Options{}, false)
+	if err != nil {
+		t.Fatalf("open(%q): %v", path, err)
 	}
 	return db
 }
@@ -246,7 +261,7 @@ func TestOpenOptions(t *testing.T) {
 		pragma string
 		want   int
 	}{{"busy_timeout", 1500}, {"synchronous", 2},
-		{"cache_size", -2000}, {"wal_autocheckpoint", walCheckpointPages}, {"journal_size_limit", walSizeLimit}} {
+		{"cache_size", -2000}, {"wal_autocheckpoint", 0}, {"journal_size_limit", walSizeLimit}} {
 		var v int
 		if err := db.w.QueryRowContext(t.Context(), "PRAGMA "+c.pragma).Scan(&v); err != nil || v != c.want {
 			t.Errorf("PRAGMA %s = %d, %v; want %d", c.pragma, v, err, c.want)
@@ -394,15 +409,25 @@ func TestLoadMigrations(t *testing.T) {
 	}
 }
 
-// TestTwoHandlesOneFile is two processes' worth of writers on one file:
-// their transactions meet SQLite's lock, not database/sql's queue, and must
-// wait for each other (busy_timeout, BEGIN IMMEDIATE) instead of failing.
-func TestTwoHandlesOneFile(t *testing.T) {
+// TestForeignWriterOnOneFile: a writer that is not a DB (the sqlite3 shell,
+// a script) appending to the same file concurrently meets SQLite's lock,
+// not database/sql's queue: both wait for each other (busy_timeout, BEGIN
+// IMMEDIATE) instead of failing, and the DB's seq cache notices the other
+// commits (data_version), so seqs stay 1..n. (Two DBs on one file are
+// refused: TestOneWriterPerDatabase.)
+func TestForeignWriterOnOneFile(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "weft.db")
-	a, b := openTest(t, path), openTest(t, path)
+	a := openTest(t, path)
 	defer a.Close()
+	q := url.Values{}
+	q.Set("_busy_timeout", "5000")
+	q.Set("_txlock", "immediate")
+	b, err := sql.Open("sqlite", fileURI(path)+"?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
 	if _, err := a.CreateSession(ctx, store.Session{ID: "shared"}); err != nil {
 		t.Fatal(err)
@@ -413,29 +438,115 @@ func TestTwoHandlesOneFile(t *testing.T) {
 		mu  sync.Mutex
 		all []int64
 	)
-	for _, db := range []*DB{a, b} {
-		for range workers {
-			wg.Go(func() {
-				for range calls {
-					got, err := db.AppendEvents(ctx, "shared", store.Event{Type: "e"})
-					if err != nil {
-						t.Errorf("AppendEvents: %v", err)
-						return
-					}
-					mu.Lock()
-					all = append(all, got[0].Seq)
-					mu.Unlock()
+	for range workers {
+		wg.Go(func() {
+			for range calls {
+				got, err := a.AppendEvents(ctx, "shared", store.Event{Type: "e"})
+				if err != nil {
+					t.Errorf("AppendEvents: %v", err)
+					return
 				}
-			})
-		}
+				mu.Lock()
+				all = append(all, got[0].Seq)
+				mu.Unlock()
+			}
+		})
+		wg.Go(func() {
+			for range calls {
+				var seq int64
+				err := func() error {
+					tx, err := b.BeginTx(ctx, nil)
+					if err != nil {
+						return err
+					}
+					defer tx.Rollback()
+					if err := tx.QueryRowContext(ctx, `INSERT INTO events (session_pk, seq, type, created_at)
+						SELECT pk, COALESCE((SELECT MAX(seq) FROM events WHERE session_pk = sessions.pk), 0) + 1, 'e', 0
+						FROM sessions WHERE id = 'shared' RETURNING seq`).Scan(&seq); err != nil {
+						return err
+					}
+					return tx.Commit()
+				}()
+				if err != nil {
+					t.Errorf("foreign insert: %v", err)
+					return
+				}
+				mu.Lock()
+				all = append(all, seq)
+				mu.Unlock()
+			}
+		})
 	}
 	wg.Wait()
 	slices.Sort(all)
 	for i, s := range all {
 		if s != int64(i+1) {
-			t.Fatalf("seqs from two handles are not 1..%d: %v", 2*workers*calls, all)
+			t.Fatalf("seqs from two writers are not 1..%d: %v", 2*workers*calls, all)
 		}
 	}
+}
+
+// TestOneWriterPerDatabase: a second Open of a database file, in this
+// process or another, is refused with ErrLocked and a message naming the
+// holder, instead of two writers handing out the same seqs; the lock goes
+// with Close, and with the holder's process however it dies (kill -9).
+// Before issue 12 both opens succeeded.
+func TestOneWriterPerDatabase(t *testing.T) {
+	if path := os.Getenv("WEFT_SQLITE_LOCK_CHILD"); path != "" {
+		db, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			fmt.Println("open failed:", err)
+			os.Exit(1)
+		}
+		fmt.Println("open")
+		_, _ = io.Copy(io.Discard, os.Stdin) // hold it until killed
+		db.Close()
+		os.Exit(0)
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "weft.db")
+	a := openTest(t, path)
+	_, err := Open(t.Context(), path, Options{})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "this process") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("second Open in one process = %v, want ErrLocked naming this process and the file", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := openTest(t, path)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestOneWriterPerDatabase$")
+	cmd.Env = append(os.Environ(), "WEFT_SQLITE_LOCK_CHILD="+path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "open" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	_, err = Open(t.Context(), path, Options{})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", cmd.Process.Pid)) {
+		t.Fatalf("Open while another process holds the file = %v, want ErrLocked naming pid %d", err, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	c := openTest(t, path) // the kernel dropped the dead holder's lock
+	c.Close()
 }
 
 func TestInvalidCursorIsTyped(t *testing.T) {

@@ -17,6 +17,7 @@ type stmts struct {
 	lastSeq          *sql.Stmt
 	dataVersion      *sql.Stmt
 	insertEvent      *sql.Stmt
+	updateTurns      *sql.Stmt
 	reservePositions *sql.Stmt
 	resetMessages    *sql.Stmt
 	deleteMessages   *sql.Stmt
@@ -28,6 +29,7 @@ type stmts struct {
 	listAfter    *sql.Stmt
 	readEvents   *sql.Stmt
 	loadMessages *sql.Stmt
+	openTurns    *sql.Stmt
 
 	// Runs (runs.go).
 	createRun      *sql.Stmt
@@ -116,6 +118,9 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		// tells the seq cache (seqCache) that it may be stale.
 		{&s.dataVersion, w, `PRAGMA data_version`},
 		{&s.insertEvent, w, `INSERT INTO events (session_pk, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`},
+		// NULL leaves a column as it is (turns.go).
+		{&s.updateTurns, w, `UPDATE sessions SET turn_accepted = COALESCE(?, turn_accepted),
+			turn_answered = COALESCE(?, turn_answered), turn_running = COALESCE(?, turn_running) WHERE pk = ?`},
 		{&s.reservePositions, w, `UPDATE sessions SET message_count = message_count + ?, ` + touch + `
 			WHERE id = ? RETURNING pk, message_count`},
 		{&s.resetMessages, w, `UPDATE sessions SET message_count = ?, ` + touch + ` WHERE id = ? RETURNING pk`},
@@ -133,6 +138,8 @@ func (s *stmts) prepare(ctx context.Context, w, r *sql.DB) error {
 		{&s.readEvents, r, `SELECT e.seq, e.type, e.data, e.created_at FROM sessions s
 			LEFT JOIN events e ON e.session_pk = s.pk AND e.seq > ?
 			WHERE s.id = ? ORDER BY e.seq LIMIT ?`},
+		{&s.openTurns, r, `SELECT id, turn_accepted, turn_answered, turn_running FROM sessions
+			WHERE turn_accepted > turn_answered OR turn_running != 0`},
 		{&s.loadMessages, r, `SELECT m.data FROM sessions s
 			LEFT JOIN messages m ON m.session_pk = s.pk
 			WHERE s.id = ? ORDER BY m.position`},

@@ -43,7 +43,9 @@
 //   - ListRuns pages with the cursor rules of ListSessions; a filtered
 //     query pages through exactly the matching runs;
 //   - list methods return empty, non-nil slices when nothing matches;
-//   - audit entries outlive their session.
+//   - audit entries outlive their session;
+//   - ListOpenTurns follows the turn framing however the events were
+//     appended (one per call, several, batched).
 package storetest
 
 import (
@@ -93,6 +95,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventsConcurrentOneSession", testEventsConcurrentOne},
 		{"EventsConcurrentManySessions", testEventsConcurrentMany},
 		{"CanceledContext", testCanceled},
+		{"Turns", testTurns},
 
 		{"CreateGetRun", testRunCreateGet},
 		{"UpdateRun", testRunUpdate},

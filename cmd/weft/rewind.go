@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/runtime"
+)
+
+// chatTurns is what weft chat remembers for /rewind: where each turn's
+// messages began, and the usage of the sessions a rewind replaced (an
+// agent.Session cannot be cut in place, so a rewind resumes a new one on
+// the kept messages, with the same tool state).
+type chatTurns struct {
+	starts []int
+	spent  agent.Totals
+}
+
+// begin records that a turn starts on s.
+func (c *chatTurns) begin(s *agent.Session) {
+	c.starts = append(c.starts, len(s.Messages()))
+}
+
+// totals is the usage of the whole chat.
+func (c *chatTurns) totals(s *agent.Session) agent.Totals {
+	t := s.Totals()
+	t.Usage.Add(c.spent.Usage)
+	t.CostUSD += c.spent.CostUSD
+	t.Turns += c.spent.Turns
+	return t
+}
+
+// replace resumes a session on msgs in place of s.
+func (c *chatTurns) replace(a *agent.Agent, s *agent.Session, msgs []llm.Message) *agent.Session {
+	t := s.Totals()
+	c.spent.Usage.Add(t.Usage)
+	c.spent.CostUSD += t.CostUSD
+	c.spent.Turns += t.Turns
+	return a.ResumeSessionWith(msgs, s.ToolState())
+}
+
+// end closes the history of a run that did not finish (cancelled, or it
+// failed before the model answered) with an "[interrupted]" answer, as
+// weft serve does, so that the next line is not merged into it.
+func (c *chatTurns) end(a *agent.Agent, s *agent.Session, cancelled bool) *agent.Session {
+	msgs := s.Messages()
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != llm.RoleUser {
+		return s
+	}
+	unanswered := true // only the prompt: the model never answered
+	for _, b := range msgs[n-1].Content {
+		if b.Type == llm.BlockToolResult {
+			unanswered = false
+		}
+	}
+	if !cancelled && !unanswered {
+		return s // tool results the next line answers (AskUserQuestion)
+	}
+	return c.replace(a, s, runtime.CloseInterrupted(msgs))
+}
+
+// rewind handles "/rewind [N]": forget the last N turns (default 1).
+func (c *chatTurns) rewind(a *agent.Agent, s *agent.Session, arg string, out io.Writer) *agent.Session {
+	n := 1
+	if arg = strings.TrimSpace(arg); arg != "" {
+		v, err := strconv.Atoi(arg)
+		if err != nil || v < 1 {
+			fmt.Fprintf(out, "/rewind N: N is a number of turns (1 or more), not %q\n", arg)
+			return s
+		}
+		n = v
+	}
+	if len(c.starts) == 0 {
+		fmt.Fprintln(out, "nothing to rewind")
+		return s
+	}
+	n = min(n, len(c.starts))
+	keep := c.starts[len(c.starts)-n]
+	c.starts = c.starts[:len(c.starts)-n]
+	msgs := s.Messages()
+	keep = min(keep, len(msgs))
+	fmt.Fprintf(out, "rewound %d turn(s): %d of %d messages kept\n", n, keep, len(msgs))
+	return c.replace(a, s, msgs[:keep:keep])
+}

@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/store"
+)
+
+// StopInterrupted is the stop_reason of a turn a crash (or kill) cut off,
+// ended when the runtime starts again.
+const StopInterrupted = "interrupted"
+
+// recoverTurns ends the work a crash cut off, before anything else runs:
+// every session the store lists with a turn started and not done gets its
+// message into the conversation (unless the turn had saved it), closed
+// with an "[interrupted]" answer, and the events error (stop_reason
+// "interrupted") and done; every message accepted and never started gets
+// message_dropped (reason "interrupted"). Streams following those turns
+// then end, and the messages are all accounted for. A graceful shutdown
+// leaves nothing to do here: it ends turns and drops queued messages
+// itself.
+func (rt *Runtime) recoverTurns(ctx context.Context) error {
+	open, err := rt.cfg.Store.ListOpenTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: finding turns a crash cut off: %w", err)
+	}
+	for _, ot := range open {
+		if err := rt.recoverSession(ctx, ot); err != nil {
+			// One session's failure must not keep the server from starting;
+			// the next start tries again.
+			rt.log.Error("ending a turn a crash cut off failed", "session", ot.SessionID, "error", err)
+		}
+	}
+	if len(open) > 0 {
+		rt.log.Info("sessions with turns cut off by a crash were ended as interrupted", "sessions", len(open))
+	}
+	return nil
+}
+
+func (rt *Runtime) recoverSession(ctx context.Context, ot store.OpenTurns) error {
+	l, err := rt.session(ot.SessionID)
+	if err != nil {
+		return err
+	}
+	defer rt.release(l)
+	from := ot.Answered
+	if ot.Running > 0 {
+		from = min(from, ot.Running-1)
+	}
+	var (
+		texts   = map[int64]string{}
+		queued  []int64
+		before  *int
+		readErr error
+	)
+	for after := from; ; {
+		evs, err := rt.cfg.Store.ReadEvents(ctx, ot.SessionID, after, 512)
+		if err != nil {
+			readErr = err
+			break
+		}
+		for _, e := range evs {
+			switch e.Type {
+			case store.EventUserMessage:
+				var d struct {
+					Text string `json:"text"`
+				}
+				_ = json.Unmarshal(e.Data, &d)
+				texts[e.Seq] = d.Text
+				if e.Seq > ot.Answered && e.Seq <= ot.Accepted {
+					queued = append(queued, e.Seq)
+				}
+			case store.EventMessageConsumed:
+				var d MessageData
+				if json.Unmarshal(e.Data, &d) == nil && d.MessageSeq == ot.Running {
+					before = d.MessagesBefore
+				}
+			}
+		}
+		if len(evs) < 512 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if ot.Running > 0 {
+		if err := rt.loadHistory(ctx, l); err != nil {
+			return err
+		}
+		h := l.history
+		// The turn saved its conversation before its done, which the
+		// crash may have taken: then its message is there already.
+		if before == nil || len(h) <= *before {
+			h = append(h[:len(h):len(h)], llm.UserText(texts[ot.Running]))
+		}
+		if err := rt.saveHistory(ctx, l, closeInterrupted(h)); err != nil {
+			return err
+		}
+		msg := "interrupted: the server stopped while this turn was running; send the message again to retry"
+		if _, err := rt.appendTo(ctx, l, string(agent.EventError), map[string]string{"error": msg, "stop_reason": StopInterrupted}); err != nil {
+			return err
+		}
+		if _, err := rt.appendTo(ctx, l, string(agent.EventDone), agent.DoneData{StopReason: StopInterrupted}); err != nil {
+			return err
+		}
+	}
+	for _, seq := range queued {
+		if _, err := rt.appendTo(ctx, l, store.EventMessageDropped, MessageData{MessageSeq: seq, Reason: StopInterrupted}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+//go:build unix
+
+package sqlite
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// tryLock takes an exclusive flock on f without waiting; false means
+// someone else holds it. flock locks belong to the open file description,
+// so a second open of the same file in this process conflicts too.
+func tryLock(f *os.File) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		default:
+			return false, err
+		}
+	}
+}
