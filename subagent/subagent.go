@@ -158,7 +158,9 @@ func (m *Manager) Tools() []tool.Tool {
 			m.inputTool)},
 		marked{tool.Func(KillToolName,
 			"Stops a background sub-agent: its run is cancelled and it takes no further prompts. Returns its last answer, if any.",
-			tool.Meta{ConcurrencySafe: true, Effect: tool.EffectExecute, Permission: tool.ClassGeneric, Timeout: killWait + 10*time.Second},
+			// Stopping the session's own sub-agent touches nothing outside
+			// it (what it did stays done): no approval, as for Agent.
+			tool.Meta{ReadOnly: true, ConcurrencySafe: true, Effect: tool.EffectRead, Permission: tool.ClassGeneric, Timeout: killWait + 10*time.Second},
 			m.killTool)},
 	)
 }
