@@ -148,9 +148,13 @@ func newRig(t *testing.T, hold int, mcfg subagent.Config) *rig {
 	r.mgr = subagent.New(mcfg)
 	t.Cleanup(r.mgr.Close)
 	echo := tool.Func("Echo", "echoes", tool.Meta{ReadOnly: true, ConcurrencySafe: true, Effect: tool.EffectRead},
-		func(_ context.Context, in echoIn, _ *tool.Call) (tool.Result, error) { return tool.Text("echo: " + in.Text), nil })
+		func(_ context.Context, in echoIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text("echo: " + in.Text), nil
+		})
 	write := tool.Func("Write", "writes", tool.Meta{Effect: tool.EffectWrite},
-		func(_ context.Context, in echoIn, _ *tool.Call) (tool.Result, error) { return tool.Text("written"), nil })
+		func(_ context.Context, in echoIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text("written"), nil
+		})
 	reg, err := tool.NewRegistry(append([]tool.Tool{echo, write}, r.mgr.Tools()...)...)
 	if err != nil {
 		t.Fatal(err)
