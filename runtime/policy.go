@@ -284,6 +284,9 @@ type PermissionRequestData struct {
 	Message  string          `json:"message"`
 	ToolUse  string          `json:"tool_use_id"`
 	Reason   string          `json:"reason,omitempty"`
+	// Origin is set when a sub-agent makes the call (subagent_id and the
+	// parent's tool call that started it).
+	Origin *agent.Origin `json:"origin,omitempty"`
 }
 
 // CheckpointData is the payload of a checkpoint event: a tool that needs
@@ -310,7 +313,7 @@ func (rt *Runtime) approver(l *live) agent.ApproveFunc {
 			in.Message, in.Level, in.ToolName = msg, "info", req.ToolName
 		})
 		return rt.ask(ctx, l, "permission_request", func(id string) any {
-			return PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason}
+			return PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason, Origin: req.Origin}
 		})
 	}
 }

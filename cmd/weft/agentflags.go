@@ -136,7 +136,10 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
-	reg, err := cliTools(toolCfg, tasks, promptTools(pb, toolCfg, info, describer)...)
+	subs := subagentManager(env, ws, tasks, a.modelFlags.reg, log)
+	closeBeforeSubs := closeAll
+	closeAll = func() error { subs.Close(); return closeBeforeSubs() } // their runs are tasks: stop them first
+	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), subs.Tools()...)...)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -171,6 +174,7 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		Provider: p, Model: info.ID, ModelInfo: &info, System: a.system, Prompt: pb, Vision: describer, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
 		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
+		SubagentEvents: backgroundNotices(env.stderr),
 	})
 	if err != nil {
 		closeAll()
@@ -317,6 +321,9 @@ func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agen
 	for {
 		if req.Reason != "" {
 			fmt.Fprintf(ap.out, "\n(%s)", req.Reason)
+		}
+		if o := req.Origin; o != nil {
+			fmt.Fprintf(ap.out, "\n(asked by %s sub-agent %s)", nonEmpty(o.Type, "general"), o.SubagentID)
 		}
 		fmt.Fprintf(ap.out, "\nAllow %s? [y]es / [n]o / [a]lways for %s: ", summarizeCall(req.ToolName, req.Input), req.ToolName)
 		answer, err := ap.lines.ReadLine(ctx)

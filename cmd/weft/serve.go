@@ -472,7 +472,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		_ = runs.Shutdown(base)
 		return err
 	}
-	for _, t := range append(bg.Tasks.Tools(), bg.Schedules.Tool()) {
+	// The Agent tool: sub-agents run within the turn's tool call (their
+	// events are in the turn's stream); background ones are tasks of the
+	// server's registry (GET /v1/tasks).
+	subs := subagentManager(env, ws, bg.Tasks, models, log)
+	defer subs.Close()
+	for _, t := range append(append(bg.Tasks.Tools(), bg.Schedules.Tool()), subs.Tools()...) {
 		if err := tools.Add(t); err != nil {
 			return err
 		}
