@@ -50,7 +50,9 @@ func TestSubagentEventsOverSSEAndWebSocket(t *testing.T) {
 	tasks := task.NewRegistry(nil, task.Options{})
 	mgr := subagent.New(subagent.Config{Tasks: tasks})
 	echo := tool.Func("Echo", "echoes", tool.Meta{ReadOnly: true, Effect: tool.EffectRead},
-		func(_ context.Context, in wsNoteIn, _ *tool.Call) (tool.Result, error) { return tool.Text("echo " + in.Text), nil })
+		func(_ context.Context, in wsNoteIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text("echo " + in.Text), nil
+		})
 	reg, err := tool.NewRegistry(append([]tool.Tool{echo}, mgr.Tools()...)...)
 	if err != nil {
 		t.Fatal(err)
