@@ -39,8 +39,6 @@ type Session struct {
 	// cacheKey is the conversation's llm.Request.CacheKey, derived from
 	// its start (see conversationKey) the first time it is needed.
 	cacheKey string
-	// subSlots holds one token per running sub-agent (MaxSubagents).
-	subSlots chan struct{}
 }
 
 // Totals are a session's cumulative usage and cost.

@@ -374,8 +374,12 @@ type SubAgent struct {
 
 	mu      sync.Mutex
 	closed  bool
-	running int                  // runs in progress (waiting ones included)
-	cancels []context.CancelFunc // of the runs in progress
+	running int // runs in progress (waiting ones included)
+	// cancels are the runs in progress', by run; a run removes its own
+	// when it ends, so that a long-lived sub-agent does not keep one per
+	// prompt it was ever given.
+	cancels map[uint64]context.CancelFunc
+	nextRun uint64
 	last    SubagentResult
 }
 
@@ -421,6 +425,7 @@ func (sa *SubAgent) Close() error {
 	cancels := sa.cancels
 	sa.cancels = nil
 	sa.mu.Unlock()
+	// Outside the lock: a run's deferred clean-up takes it.
 	for _, c := range cancels {
 		c()
 	}
@@ -452,8 +457,18 @@ func (sa *SubAgent) RunMessage(ctx context.Context, msg llm.Message) iter.Seq2[E
 			return
 		}
 		sa.running++
-		sa.cancels = append(sa.cancels, cancel)
+		if sa.cancels == nil {
+			sa.cancels = map[uint64]context.CancelFunc{}
+		}
+		sa.nextRun++
+		runID := sa.nextRun
+		sa.cancels[runID] = cancel
 		sa.mu.Unlock()
+		defer func() {
+			sa.mu.Lock()
+			delete(sa.cancels, runID)
+			sa.mu.Unlock()
+		}()
 
 		start := time.Now()
 		res := SubagentResult{Status: SubagentCancelled}
@@ -547,20 +562,22 @@ func (sa *SubAgent) emit(typ EventType, data any) {
 	}
 }
 
-// acquireSubagent takes one of the session's sub-agent slots, waiting
-// for one while Config.MaxSubagents sub-agents run; false when ctx ended
-// first.
+type subSlotsKey struct{}
+
+// acquireSubagent takes one of the conversation's sub-agent slots,
+// waiting for one while Config.MaxSubagents sub-agents run; false when
+// ctx ended first. The slots are kept with the tools' state, which a
+// resumed session carries over (ResumeSessionWith): under a front door
+// that builds a session per turn, a background sub-agent of an earlier
+// turn still holds its slot.
 func (s *Session) acquireSubagent(ctx context.Context) (release func(), ok bool) {
-	s.mu.Lock()
-	if s.subSlots == nil {
+	slots := s.tools.Attach(subSlotsKey{}, func() any {
 		n := s.agent.cfg.MaxSubagents
 		if n <= 0 {
 			n = DefaultMaxSubagents
 		}
-		s.subSlots = make(chan struct{}, n)
-	}
-	slots := s.subSlots
-	s.mu.Unlock()
+		return make(chan struct{}, n)
+	}).(chan struct{})
 	select {
 	case slots <- struct{}{}:
 		return func() { <-slots }, true

@@ -481,3 +481,59 @@ func TestSubagentStopHook(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestSubagentSlotsSpanResumedSessions: front doors that build a session
+// per turn (weft serve) carry the tools' state over; the cap on running
+// sub-agents is the conversation's, so a background sub-agent of an
+// earlier turn holds its slot in the next.
+func TestSubagentSlotsSpanResumedSessions(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := echoTool("Hold", true, func(ctx context.Context, _ echoIn) (tool.Result, error) {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return tool.Text("held"), nil
+	})
+	p := llmtest.NewScripted("scripted",
+		toolScript(llmtest.ToolBlock("h", "Hold", `{"text":"x"}`)), llmtest.Text("first done"), llmtest.Text("second done"))
+	reg, _ := tool.NewRegistry(hold)
+	a, err := agent.New(agent.Config{Provider: p, Model: "m", Tools: reg, MaxSubagents: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn1 := a.NewSession()
+	first, err := turn1.Spawn(context.Background(), agent.SpawnConfig{Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstDone := make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		for range first.Run(context.Background(), "go") {
+		}
+	}()
+	<-started
+	turn2 := a.ResumeSessionWith(nil, turn1.ToolState())
+	second, err := turn2.Spawn(context.Background(), agent.SpawnConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	for range second.Run(ctx, "go") {
+	}
+	if got := second.Last(); got.Status != agent.SubagentCancelled {
+		t.Fatalf("the second sub-agent ran while the first held the only slot: %+v", got)
+	}
+	close(release)
+	<-firstDone
+	for range second.Run(context.Background(), "go") {
+	}
+	if got := second.Last(); got.Status != agent.SubagentCompleted {
+		t.Fatalf("after the first ended: %+v", got)
+	}
+}
