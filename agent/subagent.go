@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"os"
 	"path"
 	"sync"
@@ -242,7 +241,7 @@ func (s *Session) spawn(cfg SpawnConfig, sc *toolScope) (*SubAgent, error) {
 	}
 	pc := pa.cfg
 	c := pc // the parent's model, policy, approver, prompt, retries, observer
-	c.Tools = subTools(pc.Tools, cfg.Tools, cfg.ExcludeTools, pa.log)
+	c.Tools = subTools(pc.Tools, cfg.Tools, cfg.ExcludeTools)
 	c.MaxTurns = cfg.MaxTurns
 	if c.MaxTurns == 0 {
 		c.MaxTurns = pc.MaxTurns
@@ -314,28 +313,18 @@ const defaultSubagentPrompt = `You are a sub-agent: another agent has given you 
 // subTools is the parent's registry filtered by patterns (nil: all),
 // less exclude and the tools that spawn sub-agents or end the turn for
 // the user. The tools are the parent's own instances, in the parent's
-// order.
-func subTools(parent *tool.Registry, patterns, exclude []string, log *slog.Logger) *tool.Registry {
+// order, sharing their compiled schemas (Registry.Subset: spawning must
+// cost next to nothing beside the model calls).
+func subTools(parent *tool.Registry, patterns, exclude []string) *tool.Registry {
 	if parent == nil {
 		return nil
 	}
-	out := &tool.Registry{}
-	for _, spec := range parent.Specs() {
-		t, ok := parent.Get(spec.Name)
-		if !ok {
-			continue // removed meanwhile (an MCP server went away)
-		}
+	return parent.Subset(func(t tool.Tool, spec tool.Spec) bool {
 		if _, spawns := t.(SubagentTool); spawns || spec.EndsTurn {
-			continue
+			return false
 		}
-		if patterns != nil && !matchAny(patterns, spec.Name) || matchAny(exclude, spec.Name) {
-			continue
-		}
-		if err := out.Add(t); err != nil {
-			log.Warn("sub-agent tool left out", "tool", spec.Name, "error", err)
-		}
-	}
-	return out
+		return (patterns == nil || matchAny(patterns, spec.Name)) && !matchAny(exclude, spec.Name)
+	})
 }
 
 func matchAny(patterns []string, name string) bool {
