@@ -43,35 +43,7 @@ func TestSubagentEventsOverSSEAndWebSocket(t *testing.T) {
 		llmtest.Text("found the notes"),
 		llmtest.Text("the sub-agent found the notes"),
 	)
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks := task.NewRegistry(nil, task.Options{})
-	mgr := subagent.New(subagent.Config{Tasks: tasks})
-	echo := tool.Func("Echo", "echoes", tool.Meta{ReadOnly: true, Effect: tool.EffectRead},
-		func(_ context.Context, in wsNoteIn, _ *tool.Call) (tool.Result, error) {
-			return tool.Text("echo " + in.Text), nil
-		})
-	reg, err := tool.NewRegistry(append([]tool.Tool{echo}, mgr.Tools()...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := anthropic.New(anthropic.Config{Endpoint: llm.Endpoint{BaseURL: fake.URL, APIKey: "k"}})
-	rt, err := runtime.New(runtime.Config{Store: db, Models: fakeModels{p}, DefaultModel: "anthropic:claude-sonnet-4-5", Tools: reg,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Runtime: rt, Tools: reg.Specs(), RateLimit: -1, Logger: slog.New(slog.DiscardHandler), Version: "test"})
-	srv := httptest.NewServer(s.Handler())
-	a := &api{t: t, url: srv.URL, srv: srv, s: s, rt: rt, db: db, fake: fake, logs: &logBuffer{}, notes: &noteTool{}}
-	t.Cleanup(func() {
-		mgr.Close()
-		_ = tasks.Close(context.Background())
-		a.close()
-	})
-
+	a := newSubagentAPI(t, fake)
 	a.doJSON("POST", "/v1/sessions", map[string]any{"session_id": "s"}, http.StatusCreated)
 	evs := a.openSSE("POST", "/v1/sessions/s/messages", map[string]any{"prompt": "go"}).readUntilDone()
 	var start, end map[string]any
@@ -144,5 +116,94 @@ func TestSubagentEventsOverSSEAndWebSocket(t *testing.T) {
 	}
 	if got := strings.Join(phases, " "); got != "subagent_start:Agent start:Echo result:Echo subagent_end:Agent" {
 		t.Fatalf("ws sub-agent updates: %s", got)
+	}
+}
+
+// newSubagentAPI is the API over a runtime whose tools are Echo, Note
+// (which asks for approval) and the sub-agent tools, on the Anthropic fake.
+func newSubagentAPI(t *testing.T, fake *llmtest.Server) *api {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := task.NewRegistry(nil, task.Options{})
+	mgr := subagent.New(subagent.Config{Tasks: tasks})
+	echo := tool.Func("Echo", "echoes", tool.Meta{ReadOnly: true, Effect: tool.EffectRead},
+		func(_ context.Context, in wsNoteIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text("echo " + in.Text), nil
+		})
+	note := tool.Func("Note", "writes a note", tool.Meta{Effect: tool.EffectWrite},
+		func(_ context.Context, in wsNoteIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text("noted " + in.Text), nil
+		})
+	reg, err := tool.NewRegistry(append([]tool.Tool{echo, note}, mgr.Tools()...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := anthropic.New(anthropic.Config{Endpoint: llm.Endpoint{BaseURL: fake.URL, APIKey: "k"}})
+	rt, err := runtime.New(runtime.Config{Store: db, Models: fakeModels{p}, DefaultModel: "anthropic:claude-sonnet-4-5", Tools: reg,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Runtime: rt, Tools: reg.Specs(), RateLimit: -1, Logger: slog.New(slog.DiscardHandler), Version: "test"})
+	srv := httptest.NewServer(s.Handler())
+	a := &api{t: t, url: srv.URL, srv: srv, s: s, rt: rt, db: db, fake: fake, logs: &logBuffer{}, notes: &noteTool{}}
+	t.Cleanup(func() {
+		mgr.Close()
+		_ = tasks.Close(context.Background())
+		a.close()
+	})
+
+	return a
+}
+
+// TestSubagentPermissionRequestCarriesOrigin: a sub-agent's call that needs
+// approval asks through the session's permission_request event with its
+// origin; the client's denial reaches the sub-agent's model.
+func TestSubagentPermissionRequestCarriesOrigin(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewAnthropic(t)
+	fake.Push(
+		llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("call_agent", "Agent",
+			`{"description":"take notes","prompt":"note it","subagent_type":"general"}`)}},
+		llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("call_note", "Note", `{"text":"hi"}`)}},
+		llmtest.Text("I was not allowed"),
+		llmtest.Text("ok"),
+	)
+	a := newSubagentAPI(t, fake)
+	a.doJSON("POST", "/v1/sessions", map[string]any{"session_id": "s"}, http.StatusCreated)
+	c := a.openSSE("POST", "/v1/sessions/s/messages", map[string]any{"prompt": "go"})
+	evs := c.readUntil("permission_request")
+	var start struct {
+		SubagentID string `json:"subagent_id"`
+	}
+	for _, ev := range evs {
+		if ev.Event == "subagent_start" {
+			_ = json.Unmarshal(ev.Data, &start)
+		}
+	}
+	var req struct {
+		ID       string `json:"id"`
+		ToolName string `json:"tool_name"`
+		ToolUse  string `json:"tool_use_id"`
+		Origin   struct {
+			SubagentID string `json:"subagent_id"`
+			Parent     string `json:"parent_tool_use_id"`
+			Type       string `json:"subagent_type"`
+		} `json:"origin"`
+	}
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.ToolName != "Note" || req.ToolUse != "call_note" || req.Origin.SubagentID == "" || req.Origin.SubagentID != start.SubagentID ||
+		req.Origin.Parent != "call_agent" || req.Origin.Type != "general" {
+		t.Fatalf("permission_request = %s", evs[len(evs)-1].Data)
+	}
+	a.doJSON("POST", "/v1/sessions/s/permissions/"+req.ID, map[string]any{"allow": false, "reason": "no notes today"}, http.StatusOK)
+	c.readUntilDone()
+	if reqs := fake.Requests(); len(reqs) != 4 || !strings.Contains(string(reqs[2].Body), "no notes today") {
+		t.Fatalf("the denial did not reach the sub-agent's model (%d requests)", len(reqs))
 	}
 }
