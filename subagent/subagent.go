@@ -63,8 +63,9 @@ type Config struct {
 	// marker. 0 means DefaultMaxAnswer.
 	MaxAnswer int
 	// MaxBackground bounds the background sub-agents one session keeps
-	// (running or waiting for input); beyond it run_in_background is
-	// refused until one is killed. 0 means DefaultMaxBackground.
+	// (running or waiting for input); beyond it a new one takes the place
+	// of the one idle longest, and run_in_background is refused while all
+	// of them work. 0 means DefaultMaxBackground.
 	MaxBackground int
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -92,6 +93,9 @@ type background struct {
 
 	mu     sync.Mutex
 	taskID string // of its current (or last) run
+	// lastUsed is when a run started or its answer was read: the one
+	// unused longest gives way first (makeRoom).
+	lastUsed time.Time
 }
 
 // New returns a Manager.
@@ -200,6 +204,11 @@ type agentInput struct {
 	RunInBackground bool   `json:"run_in_background,omitempty" jsonschema:"return a subagent_id at once and let the sub-agent work in the background (see subagent_output)"`
 }
 
+// maxDescription bounds, in characters, the description an Agent call
+// gives (meant to be 3-5 words): it goes into every subagent_start and
+// the task list.
+const maxDescription = 200
+
 // typeAliases are Claude Code's names of weft's builtin types.
 var typeAliases = map[string]string{"general-purpose": "general"}
 
@@ -234,7 +243,7 @@ func (m *Manager) spawnConfig(ctx context.Context, in agentInput) (agent.SpawnCo
 	if !ok {
 		return agent.SpawnConfig{}, fmt.Errorf("unknown subagent_type %q; the types are: %s", in.SubagentType, m.typeNames())
 	}
-	cfg := agent.SpawnConfig{Type: t.Name, Description: strings.TrimSpace(in.Description), Tools: t.Tools,
+	cfg := agent.SpawnConfig{Type: t.Name, Description: cutDescription(strings.TrimSpace(in.Description)), Tools: t.Tools,
 		ExcludeTools: t.DisallowedTools, System: "[Sub-agent: " + t.Name + "]\n" + t.Prompt, Background: in.RunInBackground}
 	spec, fromModel := t.Model, false
 	if s := strings.TrimSpace(in.Model); s != "" {
@@ -341,35 +350,116 @@ func (m *Manager) startBackground(ctx context.Context, cfg agent.SpawnConfig, pr
 	if m.cfg.Tasks == nil {
 		return tool.Errorf("Agent: background sub-agents are not available here; run it without run_in_background"), nil
 	}
+	// Counted, made room for and registered under one lock: two Agent
+	// calls of one turn run in parallel and must not both take the last
+	// place.
 	m.mu.Lock()
-	n := 0
-	for _, b := range m.bg {
-		if b.owner == call.Session {
-			n++
-		}
-	}
-	m.mu.Unlock()
-	if n >= m.cfg.MaxBackground {
-		return tool.Errorf("Agent: this session already has %d background sub-agents (the limit); stop one with subagent_kill first", n), nil
+	evicted, n, ok := m.makeRoom(call.Session)
+	if !ok {
+		m.mu.Unlock()
+		return tool.Errorf("Agent: this session already has %d background sub-agents (the limit), all still working; wait for one with subagent_output or stop one with subagent_kill first", n), nil
 	}
 	sa, err := agent.Spawn(ctx, cfg)
 	if err != nil {
+		m.mu.Unlock()
+		closeAll(evicted)
 		return tool.Errorf("Agent: %v", err), nil
 	}
 	b := &background{sa: sa, owner: call.Session, typ: cfg.Type, desc: cfg.Description}
 	t, err := m.startRun(ctx, b, prompt)
+	if err == nil {
+		m.bg[sa.ID()] = b
+	}
+	m.mu.Unlock()
+	closeAll(evicted)
 	if err != nil {
 		_ = sa.Close()
 		return tool.Errorf("Agent: %v", err), nil
 	}
-	m.mu.Lock()
-	m.bg[sa.ID()] = b
-	m.mu.Unlock()
 	return tool.Result{
 		Content: tool.Text(fmt.Sprintf("Started sub-agent %s (%s) in the background. subagent_output with subagent_id %q waits for its answer; "+
 			"subagent_input sends it a further prompt once it has answered; subagent_kill stops it.", sa.ID(), cfg.Type, sa.ID())).Content,
 		Data: map[string]any{"subagent_id": sa.ID(), "subagent_type": cfg.Type, "task_id": t.ID, "status": agent.SubagentRunning},
 	}, nil
+}
+
+// maxIdle bounds the idle background sub-agents of all sessions together
+// (those whose run has ended, kept for subagent_input): a server's
+// sessions that never kill theirs must not grow the manager without end.
+const maxIdle = 256
+
+// makeRoom makes a place for one more background sub-agent of owner,
+// dropping from the map the one idle longest when owner is at its limit,
+// and the manager's idle longest when it keeps maxIdle idle ones; the
+// caller closes the dropped ones after unlocking. ok is false when owner
+// is at its limit with every one still working (n of them). m.mu is held.
+func (m *Manager) makeRoom(owner *tool.Session) (dropped []*background, n int, ok bool) {
+	var ownIdle, anyIdle *background
+	idle := 0
+	for _, b := range m.bg {
+		busy := m.busy(b)
+		if b.owner == owner {
+			n++
+			if !busy && (ownIdle == nil || b.used().Before(ownIdle.used())) {
+				ownIdle = b
+			}
+		}
+		if !busy {
+			idle++
+			if anyIdle == nil || b.used().Before(anyIdle.used()) {
+				anyIdle = b
+			}
+		}
+	}
+	if n >= m.cfg.MaxBackground {
+		if ownIdle == nil {
+			return nil, n, false
+		}
+		dropped = append(dropped, ownIdle)
+		delete(m.bg, ownIdle.sa.ID())
+		if ownIdle == anyIdle {
+			anyIdle = nil
+		}
+		idle--
+	}
+	if idle >= maxIdle && anyIdle != nil {
+		dropped = append(dropped, anyIdle)
+		delete(m.bg, anyIdle.sa.ID())
+	}
+	for _, b := range dropped {
+		m.log.Debug("background sub-agent dropped to make room", "subagent_id", b.sa.ID())
+	}
+	return dropped, n, true
+}
+
+// busy reports whether b's last run is still going.
+func (m *Manager) busy(b *background) bool {
+	b.mu.Lock()
+	id := b.taskID
+	b.mu.Unlock()
+	if id == "" {
+		return false
+	}
+	t, err := m.cfg.Tasks.Get(id)
+	return err == nil && !t.Done()
+}
+
+func (b *background) used() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastUsed
+}
+
+func (b *background) touch() {
+	b.mu.Lock()
+	b.lastUsed = time.Now()
+	b.mu.Unlock()
+}
+
+func closeAll(bs []*background) {
+	for _, b := range bs {
+		_ = b.sa.Close()
+	}
 }
 
 // errBusy: a further prompt for a sub-agent that is still working.
@@ -393,8 +483,12 @@ func (m *Manager) startRun(ctx context.Context, b *background, prompt string) (t
 		for range b.sa.Run(ctx, prompt) {
 		}
 		res := b.sa.Last()
+		// Its cost is here too: under a front door that builds a session
+		// per turn, the session the sub-agent rolls its cost into may be
+		// an earlier turn's.
 		out, _ := json.Marshal(map[string]any{"subagent_id": b.sa.ID(), "status": res.Status,
-			"result": cutAnswer(res.Result, m.cfg.MaxAnswer), "error": res.Error})
+			"result": cutAnswer(res.Result, m.cfg.MaxAnswer), "error": res.Error,
+			"turns": res.Turns, "cost_usd": res.CostUSD, "input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens})
 		switch res.Status {
 		case agent.SubagentCompleted:
 			return out, nil
@@ -406,8 +500,15 @@ func (m *Manager) startRun(ctx context.Context, b *background, prompt string) (t
 	if err != nil {
 		return task.Task{}, err
 	}
-	b.taskID = t.ID
+	b.taskID, b.lastUsed = t.ID, time.Now()
 	return t, nil
+}
+
+func cutDescription(s string) string {
+	if r := []rune(s); len(r) > maxDescription {
+		return string(r[:maxDescription]) + "..."
+	}
+	return s
 }
 
 // cutAnswer bounds a result kept in the task list.
@@ -465,6 +566,7 @@ func (m *Manager) outputTool(ctx context.Context, in outputInput, call *tool.Cal
 		return tool.Result{Content: tool.Text(msg).Content,
 			Data: map[string]any{"subagent_id": b.sa.ID(), "status": agent.SubagentRunning, "task_id": t.ID}}, nil
 	}
+	b.touch()
 	res := m.answer(b.sa, b.sa.Last(), b.typ)
 	res.Data["task_id"] = t.ID
 	return res, nil

@@ -522,3 +522,69 @@ func TestBackgroundSubagents(t *testing.T) {
 		t.Fatalf("another session's subagent_output: %q", got)
 	}
 }
+
+// TestBackgroundSubagentsAreBounded: a session at its limit of background
+// sub-agents gets a new one in place of the one idle longest (its
+// conversation is dropped), and is refused only while all of them work;
+// the manager as a whole keeps a bounded number of idle ones, so sessions
+// that never kill theirs cannot grow it without end.
+func TestBackgroundSubagentsAreBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 0, subagent.Config{MaxBackground: 2})
+	bgCall := func(id string) llmtest.Script {
+		return llmtest.Script{Blocks: []llmtest.Block{toolCall(id, "Agent", map[string]any{"description": id, "prompt": "job " + id, "subagent_type": "worker", "run_in_background": true})}}
+	}
+	wait := func(id, ph string) llmtest.Script {
+		return llmtest.Script{Blocks: []llmtest.Block{toolCall(id, "subagent_output", map[string]any{"subagent_id": ph, "timeout_ms": 10000})}}
+	}
+	// Two that finish, a third that evicts the first, then a fourth and a
+	// fifth while the third and fourth work: the fifth is refused.
+	r.parent.Push(
+		bgCall("a"), wait("wa", "SAID_A"),
+		bgCall("b"), wait("wb", "SAID_B"),
+		bgCall("c"),
+		llmtest.Script{Blocks: []llmtest.Block{toolCall("wa2", "subagent_output", map[string]any{"subagent_id": "SAID_A"})}},
+		bgCall("d"), bgCall("e"),
+		llmtest.Text("done"),
+	)
+	slow := llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock("slow")}, Delay: time.Minute}
+	r.sub.Push(llmtest.Text("answer a"), llmtest.Text("answer b"), slow, slow)
+	run(t, r.agent.NewSession(), "go")
+	reqs := r.parent.Requests()
+	if len(reqs) != 9 {
+		t.Fatalf("%d parent requests", len(reqs))
+	}
+	results := map[string]string{}
+	for _, req := range reqs[1:] {
+		for k, v := range toolResults(t, req) {
+			results[k] = v
+		}
+	}
+	for id, want := range map[string]string{"wa": "answer a", "wb": "answer b", "c": "Started", "wa2": "no background sub-agent",
+		"d": "Started", "e": "already has 2 background sub-agents"} {
+		if !strings.Contains(results[id], want) {
+			t.Errorf("result of %s = %q, want %q in it", id, results[id], want)
+		}
+	}
+}
+
+// TestAgentDescriptionIsBounded: a model's overlong description is cut
+// before it goes into subagent_start (and every client's tree view).
+func TestAgentDescriptionIsBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 0, subagent.Config{})
+	r.parent.Push(
+		llmtest.Script{Blocks: []llmtest.Block{toolCall("c", "Agent", map[string]any{"description": strings.Repeat("é", 5000), "prompt": "p", "subagent_type": "worker"})}},
+		llmtest.Text("ok"),
+	)
+	r.sub.Push(llmtest.Text("fine"))
+	for _, ev := range run(t, r.agent.NewSession(), "go") {
+		if d, ok := ev.Data.(agent.SubagentStartData); ok {
+			if n := len([]rune(d.Description)); n != 203 || !strings.HasSuffix(d.Description, "...") {
+				t.Fatalf("description of %d characters: %.40q", n, d.Description)
+			}
+			return
+		}
+	}
+	t.Fatal("no subagent_start")
+}
