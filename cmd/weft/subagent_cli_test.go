@@ -126,3 +126,14 @@ func TestRunSubagentBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxSubagentsFlag: a negative cap is refused before anything runs.
+func TestMaxSubagentsFlag(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + fake.URL + "/v1", "WEFT_WORKSPACE=" + t.TempDir()}
+	r := runBinary(t, env, "", "run", "--max-subagents", "-1", "--model", "openai:gpt-4.1", "hi")
+	if r.code == 0 || !strings.Contains(r.stderr, "--max-subagents -1") || len(fake.Requests()) != 0 {
+		t.Fatalf("exit %d, stderr %q, %d requests", r.code, r.stderr, len(fake.Requests()))
+	}
+}
