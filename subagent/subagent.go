@@ -236,8 +236,7 @@ func (m *Manager) typeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// spawnConfig is the SpawnConfig of an Agent call. fromModel: the model
-// named the model (the call's "model"), rather than an agent file.
+// spawnConfig is the SpawnConfig of an Agent call.
 func (m *Manager) spawnConfig(ctx context.Context, in agentInput) (agent.SpawnConfig, error) {
 	t, ok := m.lookupType(in.SubagentType)
 	if !ok {
@@ -245,12 +244,14 @@ func (m *Manager) spawnConfig(ctx context.Context, in agentInput) (agent.SpawnCo
 	}
 	cfg := agent.SpawnConfig{Type: t.Name, Description: cutDescription(strings.TrimSpace(in.Description)), Tools: t.Tools,
 		ExcludeTools: t.DisallowedTools, System: "[Sub-agent: " + t.Name + "]\n" + t.Prompt, Background: in.RunInBackground}
-	spec, fromModel := t.Model, false
+	// A model the model names, or a project's file does, must be of the
+	// parent's provider.
+	spec, sameProvider := t.Model, t.Project
 	if s := strings.TrimSpace(in.Model); s != "" {
-		spec, fromModel = s, true
+		spec, sameProvider = s, true
 	}
 	var err error
-	cfg.Provider, cfg.Model, cfg.ModelInfo, err = m.model(ctx, spec, fromModel)
+	cfg.Provider, cfg.Model, cfg.ModelInfo, err = m.model(ctx, spec, sameProvider)
 	return cfg, err
 }
 
@@ -262,10 +263,10 @@ var claudeAliases = map[string]string{"sonnet": "claude-sonnet-4-5", "opus": "cl
 // parent's; Claude Code's aliases are mapped onto the parent's provider
 // when it is Anthropic and mean the parent's model otherwise (a file
 // written for Claude Code then runs on what the user runs); anything else
-// is a spec for Config.Resolve. A model the model itself names must be
-// of the parent's provider: the conversation's data goes nowhere the
-// user did not send it.
-func (m *Manager) model(ctx context.Context, spec string, fromModel bool) (llm.Provider, string, *llm.ModelInfo, error) {
+// is a spec for Config.Resolve. With sameProvider (a model the model
+// itself names, or a project's agent file) it must be of the parent's
+// provider: the conversation's data goes nowhere the user did not send it.
+func (m *Manager) model(ctx context.Context, spec string, sameProvider bool) (llm.Provider, string, *llm.ModelInfo, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" || strings.EqualFold(spec, "inherit") {
 		return nil, "", nil, nil
@@ -285,7 +286,7 @@ func (m *Manager) model(ctx context.Context, spec string, fromModel bool) (llm.P
 	}
 	if m.cfg.Resolve == nil {
 		model := strings.TrimPrefix(spec, pname+":")
-		if strings.Contains(model, ":") && fromModel {
+		if strings.Contains(model, ":") && sameProvider {
 			return nil, "", nil, fmt.Errorf("model %q: pick a model of the current provider (%s)", spec, pname)
 		}
 		return nil, model, nil, nil
@@ -298,7 +299,7 @@ func (m *Manager) model(ctx context.Context, spec string, fromModel bool) (llm.P
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("model %q: %w", spec, err)
 	}
-	if fromModel && p.Name() != pname {
+	if sameProvider && p.Name() != pname {
 		return nil, "", nil, fmt.Errorf("model %q: pick a model of the current provider (%s)", spec, pname)
 	}
 	return p, info.ID, &info, nil

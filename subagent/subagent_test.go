@@ -588,3 +588,58 @@ func TestAgentDescriptionIsBounded(t *testing.T) {
 	}
 	t.Fatal("no subagent_start")
 }
+
+// TestModelChoiceStaysWithTheProvider: a model the model names, or a
+// project's agent file names, must be of the parent's provider; the
+// user's own file may pick another.
+func TestModelChoiceStaysWithTheProvider(t *testing.T) {
+	t.Parallel()
+	other := llmtest.NewScripted("elsewhere", llmtest.Text("from elsewhere"))
+	resolve := func(spec string) (llm.Provider, llm.ModelInfo, error) {
+		if spec == "elsewhere:big" {
+			return other, llm.ModelInfo{ID: "big", Provider: "elsewhere"}, nil
+		}
+		return nil, llm.ModelInfo{}, fmt.Errorf("unknown model %q", spec)
+	}
+	typ := func(project bool) subagent.Type {
+		ty, err := subagent.Parse("---\nname: far\ndescription: d\nmodel: elsewhere:big\n---\nprompt", "far.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ty.Project = project
+		return ty
+	}
+	tests := []struct {
+		name    string
+		ty      subagent.Type
+		input   map[string]any
+		refused bool
+	}{
+		{"the user's file", typ(false), map[string]any{"description": "d", "prompt": "p", "subagent_type": "far"}, false},
+		{"a project's file", typ(true), map[string]any{"description": "d", "prompt": "p", "subagent_type": "far"}, true},
+		{"the model's own pick", typ(false), map[string]any{"description": "d", "prompt": "p", "subagent_type": "far", "model": "elsewhere:big"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := llmtest.NewAnthropic(t)
+			fake.Push(llmtest.Script{Blocks: []llmtest.Block{toolCall("c", "Agent", tt.input)}}, llmtest.Text("ok"))
+			mgr := subagent.New(subagent.Config{Types: []subagent.Type{tt.ty}, Resolve: resolve})
+			reg, err := tool.NewRegistry(mgr.Tools()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := agent.New(agent.Config{Provider: anthropic.New(anthropic.Config{Endpoint: llm.Endpoint{BaseURL: fake.URL, APIKey: "k"}}),
+				Model: "claude-sonnet-4-5", Tools: reg, Retry: agent.RetryPolicy{MaxAttempts: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(other.Requests())
+			run(t, a.NewSession(), "go")
+			res := toolResults(t, fake.Requests()[1])["c"]
+			used := len(other.Requests()) > before
+			if tt.refused != strings.Contains(res, "pick a model of the current provider") || used == tt.refused {
+				t.Fatalf("result %q, other provider used: %v", res, used)
+			}
+		})
+	}
+}

@@ -46,6 +46,11 @@ type Type struct {
 	Prompt string `json:"-"`
 	// Source is "builtin" or the file the type was read from.
 	Source string `json:"source"`
+	// Project: the file is the project's (.weft/agents, .claude/agents
+	// of the workspace or above). A project's type may name only a model
+	// of the parent's provider, as the model may: a repository must not
+	// send the conversation to a provider the user did not choose.
+	Project bool `json:"project,omitempty"`
 }
 
 // Limits of agent files, which may come from any repository.
@@ -366,6 +371,7 @@ func Load(cfg LoadConfig) []Type {
 				log.Warn("agent file not loaded", "path", p, "problem", err.Error())
 				continue
 			}
+			t.Project = r.within != ""
 			put(t)
 		}
 	}
