@@ -333,7 +333,7 @@ func (m *Manager) agentTool(ctx context.Context, in agentInput, call *tool.Call)
 func (m *Manager) answer(sa *agent.SubAgent, res agent.SubagentResult, typ string) tool.Result {
 	data := map[string]any{"subagent_id": sa.ID(), "subagent_type": typ, "status": res.Status,
 		"turns": res.Turns, "cost_usd": res.CostUSD, "duration_ms": res.Duration.Milliseconds()}
-	text := strings.TrimSpace(res.Result)
+	text := cutAnswer(strings.TrimSpace(res.Result), m.cfg.MaxAnswer)
 	if res.Status == agent.SubagentCompleted {
 		if text == "" {
 			text = "(the sub-agent finished without a final message)"
@@ -512,10 +512,11 @@ func cutDescription(s string) string {
 	return s
 }
 
-// cutAnswer bounds a result kept in the task list.
+// cutAnswer bounds a sub-agent's answer, for the parent's model and the
+// task list, saying how much was cut.
 func cutAnswer(s string, n int) string {
 	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "\n[answer cut]"
+		return string(r[:n]) + fmt.Sprintf("\n\n[answer cut: %d of %d characters removed]", len(r)-n, len(r))
 	}
 	return s
 }
