@@ -96,6 +96,17 @@ type Config struct {
 	// notes saying why they are missing when Vision is nil. Models the
 	// catalogue does not know get images as they are.
 	Vision *vision.Describer
+	// MaxSubagents bounds the sub-agents of one session that run at once
+	// (Spawn, the Agent tool); further runs wait for a slot. 0 means
+	// DefaultMaxSubagents (4).
+	MaxSubagents int
+	// SubagentEvents receives the subagent_* events that cannot go into a
+	// run's stream: those of background sub-agents, which outlive the tool
+	// call that started them, and of sub-agents spawned outside a run
+	// (Session.Spawn). It is called from the sub-agents' goroutines, so it
+	// must be safe for concurrent use. nil drops them (a background
+	// sub-agent's result is still there for subagent_output).
+	SubagentEvents func(Event)
 }
 
 // RetryPolicy bounds retries of a model call that failed for a reason a
@@ -139,6 +150,7 @@ type Agent struct {
 	pol    *policy.Policy
 	bundle prompt.BundleKey // Config.Bundle, parsed
 	obs    observe.Parts
+	sub    *subInfo // set for a sub-agent's agent
 }
 
 // New validates cfg.
@@ -212,6 +224,10 @@ type ApprovalRequest struct {
 	// Dangerous: the dangerous-command floor asks; an approver must decide
 	// this call alone (no "always allow").
 	Dangerous bool
+	// Origin is set when a sub-agent makes the call: which sub-agent, and
+	// the parent's tool call that started it. nil for the session's own
+	// calls.
+	Origin *Origin
 }
 
 // Decision is an approval answer; the reason of a denial is shown to the

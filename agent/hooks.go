@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
@@ -29,7 +31,7 @@ func (r *run) hookInput(ev hook.Event) hook.Input {
 // along with it.
 func (r *run) userPromptHooks(msg *llm.Message) (blocked string) {
 	m := r.hooks(hook.UserPromptSubmit)
-	if m == nil {
+	if m == nil || r.a.sub != nil { // a sub-agent's prompt is the model's, not the user's
 		return ""
 	}
 	in := r.hookInput(hook.UserPromptSubmit)
@@ -83,12 +85,18 @@ func (r *run) postSamplingHooks(res llm.Result) {
 // Code's Stop "decision":"block") sends its reason back to the model as
 // the next user message, a bounded number of times.
 func (r *run) stopHooks() (again bool) {
-	m := r.hooks(hook.Stop)
+	ev := hook.Stop
+	if r.a.sub != nil {
+		ev = hook.SubagentStop // a sub-agent's, as in Claude Code
+		r.subStopFired = true
+	}
+	m := r.hooks(ev)
 	if m == nil || r.stopHookRuns >= maxStopHookRuns {
 		return false
 	}
-	in := r.hookInput(hook.Stop)
+	in := r.hookInput(ev)
 	in.Extra = map[string]any{"stop_hook_active": r.stopHookRuns > 0}
+	r.subagentHookInput(&in)
 	out := m.Run(r.ctx, in)
 	if out.Verdict != hook.Deny || out.Reason == "" || out.Stop {
 		return false
@@ -103,6 +111,10 @@ func (r *run) stopHooks() (again bool) {
 // runEndHooks report how the run ended: run_complete or run_error
 // (seed 001), observers only.
 func (r *run) runEndHooks(reason string) {
+	if r.a.sub != nil {
+		r.subagentEndHook(reason)
+		return
+	}
 	ev := hook.RunComplete
 	if reason == StopError {
 		ev = hook.RunError
@@ -198,4 +210,39 @@ func nonEmptyString(s, fallback string) string {
 		return fallback
 	}
 	return s
+}
+
+// subagentHookInput adds the sub-agent's identity to a hook's input:
+// Claude Code's agent_id and agent_type, and the parent's tool call.
+func (r *run) subagentHookInput(in *hook.Input) {
+	sub := r.a.sub
+	if sub == nil {
+		return
+	}
+	if in.Extra == nil {
+		in.Extra = map[string]any{}
+	}
+	in.Extra["agent_id"], in.Extra["agent_type"] = sub.origin.SubagentID, sub.origin.Type
+	in.ToolUseID = sub.origin.ToolUseID
+}
+
+// subagentEndHook fires subagent_stop, as an observer, for a sub-agent's
+// run that ended without reaching stopHooks (an error, a cancellation,
+// the turn limit): the hook sees every sub-agent end, once. The run
+// hooks (run_complete, run_error) are the session's own runs'.
+func (r *run) subagentEndHook(reason string) {
+	if r.subStopFired {
+		return
+	}
+	r.subStopFired = true
+	m := r.hooks(hook.SubagentStop)
+	if m == nil {
+		return
+	}
+	in := r.hookInput(hook.SubagentStop)
+	in.StopReason = reason
+	in.ResponsePreview = r.redact(r.text)
+	in.Extra = map[string]any{"stop_hook_active": false}
+	r.subagentHookInput(&in)
+	m.Go(context.WithoutCancel(r.ctx), in)
 }

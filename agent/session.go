@@ -172,6 +172,11 @@ type run struct {
 	// humanWait is the approver's time (ns) on the call being decided;
 	// atomic, since tools in parallel ask it for calls of their own.
 	humanWait atomic.Int64
+	// subUsage is what the sub-agents spawned by this run's tool calls
+	// spent, counted in done's totals.
+	subUsage usageAcc
+	// subStopFired: a sub-agent's subagent_stop hook has run.
+	subStopFired bool
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -191,11 +196,15 @@ func (r *run) emit(typ EventType, data any) bool {
 func (r *run) done(reason string) {
 	r.stopReason = reason
 	r.runEndHooks(reason)
+	// The totals include the sub-agents this run's tool calls ran.
+	u, cost := r.subUsage.get()
+	u.Add(r.usage)
+	cost += r.cost
 	r.emit(EventDone, DoneData{
-		TotalInputTokens: r.usage.InputTokens, TotalOutputTokens: r.usage.OutputTokens,
-		TotalTokens:          r.usage.InputTokens + r.usage.CacheReadTokens + r.usage.CacheWriteTokens + r.usage.OutputTokens,
-		TotalCacheReadTokens: r.usage.CacheReadTokens, TotalCacheWriteTokens: r.usage.CacheWriteTokens,
-		CostUSD: r.cost, TurnCount: r.turns, StopReason: reason, Text: r.text,
+		TotalInputTokens: u.InputTokens, TotalOutputTokens: u.OutputTokens,
+		TotalTokens:          u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.OutputTokens,
+		TotalCacheReadTokens: u.CacheReadTokens, TotalCacheWriteTokens: u.CacheWriteTokens,
+		CostUSD: cost, TurnCount: r.turns, StopReason: reason, Text: r.text,
 	})
 }
 
@@ -262,6 +271,7 @@ func (r *run) loop(user llm.Message) {
 			r.s.messages = appendMerged(r.s.messages, r.redactMessage(res.Message))
 		}
 		r.s.mu.Unlock()
+		r.rollUp(res.Usage, cost)
 		if t := res.Message.Text(); t != "" {
 			r.text = t
 		}
@@ -772,6 +782,12 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, spec
 			// Tools that make calls of their own (workflows, sub-agents)
 			// find this run's policy in their context.
 			tctx := policy.WithCaller(r.ctx, policy.Caller{Policy: r.a.pol, Human: r.human, Checkpoint: r.a.cfg.Checkpoint})
+			// Sub-agents the call spawns send their events through the
+			// scope while the call lasts (see Spawn).
+			scope := &toolScope{run: r, callID: c.ToolUseID, send: func(typ EventType, data any) {
+				send(toolMsg{idx: i, typ: typ, data: data})
+			}}
+			tctx = withToolScope(tctx, scope)
 			tctx, endSpan := r.toolSpan(tctx, c, specs[i])
 			res := r.a.cfg.Tools.Execute(tctx, &tool.Call{
 				ID: c.ToolUseID, Name: c.ToolName, Input: input, Session: r.s.tools, Env: env, Secrets: r.a.pol.Secrets,
@@ -782,6 +798,7 @@ func (r *run) runGroup(calls []llm.Block, group []int, results []llm.Block, spec
 					send(toolMsg{idx: i, typ: EventType(kind), data: NotifyData{ID: c.ToolUseID, ToolName: c.ToolName, Payload: payload}})
 				},
 			})
+			scope.detach()
 			if specs[i].Name != "" {
 				r.a.pol.After(context.WithoutCancel(r.polCtx), r.policyCall(c, specs[i]), verdicts[i], &res)
 			} else {

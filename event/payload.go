@@ -11,6 +11,16 @@ type PermissionRequestData struct {
 	Message  string          `json:"message"`
 	ToolUse  string          `json:"tool_use_id"`
 	Reason   string          `json:"reason,omitempty"`
+	// Origin is set when a sub-agent makes the call.
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// Origin names the sub-agent that made a call: its id, the parent's tool
+// call that started it, and its type.
+type Origin struct {
+	SubagentID string `json:"subagent_id"`
+	ToolUseID  string `json:"parent_tool_use_id,omitempty"`
+	Type       string `json:"subagent_type,omitempty"`
 }
 
 // CheckpointData is the payload of a checkpoint event: a tool that needs

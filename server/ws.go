@@ -34,6 +34,12 @@ package server
 //	tool_use          -> tool_execution {message: tool name, content: input JSON, phase "start"}
 //	tool_progress     -> tool_execution {message: tool name, content: detail, phase "progress"}
 //	tool_result       -> tool_execution {message: tool name, content: output summary, phase "result", is_error}
+//	subagent_start    -> tool_execution {message: "Agent", content: description, subagent_id,
+//	                     tool_use_id and parent_tool_use_id: the parent's call, phase "subagent_start"}
+//	subagent_event    -> for the sub-agent's tool_use, tool_progress and tool_result: the tool_execution
+//	                     above (phase start, progress, result) with subagent_id and parent_tool_use_id
+//	subagent_end      -> tool_execution {message: "Agent", content: result or error, subagent_id,
+//	                     tool_use_id and parent_tool_use_id, phase "subagent_end", is_error unless completed}
 //	ask_user          -> ask_user {questions}
 //	permission_request-> permission_request {id, tool_name, input, message, tool_use_id}
 //	checkpoint        -> checkpoint {id, tool_name, input, message, tool_use_id}: answered
@@ -371,6 +377,11 @@ type wsEvent struct {
 	SessionID  string          `json:"session_id,omitempty"`  // session
 	Start      *int64          `json:"start,omitempty"`       // session
 	Created    bool            `json:"created,omitempty"`     // session
+
+	// A sub-agent's tool_execution (ws_subagent.go): which sub-agent, and
+	// the parent's Agent call.
+	SubagentID string `json:"subagent_id,omitempty"`
+	ParentTool string `json:"parent_tool_use_id,omitempty"`
 }
 
 const (
@@ -740,6 +751,9 @@ func (t *wsTranslator) fold(ev session.Event) {
 		return
 	}
 
+	if t.foldSubagent(ev) {
+		return
+	}
 	switch ev.Type {
 	case "text_delta", "thinking_delta":
 		var d agent.TextData

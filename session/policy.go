@@ -270,7 +270,7 @@ func (rt *Service) approver(l *live) agent.ApproveFunc {
 			in.Message, in.Level, in.ToolName = msg, "info", req.ToolName
 		})
 		return rt.ask(ctx, l, event.PermissionRequest, func(id string) any {
-			return event.PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason}
+			return event.PermissionRequestData{ID: id, ToolName: req.ToolName, Input: input, ToolUse: req.ID, Message: msg, Reason: req.Reason, Origin: origin(req.Origin)}
 		})
 	}
 }
@@ -331,3 +331,12 @@ func (rt *Service) FireHook(ev hook.Event, sessionID string, fill func(*hook.Inp
 // Secrets are the server policy's secrets (no API call replaces them),
 // for the background tasks' output.
 func (rt *Service) Secrets() *secret.Set { return rt.secrets }
+
+// origin is the event form of a sub-agent's origin (nil for the session's
+// own calls).
+func origin(o *agent.Origin) *event.Origin {
+	if o == nil {
+		return nil
+	}
+	return &event.Origin{SubagentID: o.SubagentID, ToolUseID: o.ToolUseID, Type: o.Type}
+}

@@ -38,6 +38,8 @@ const (
 const (
 	KindWorkflow = "workflow"
 	KindProcess  = "process"
+	// KindSubagent: a run of a background sub-agent (package subagent).
+	KindSubagent = "subagent"
 )
 
 // Limits of Wait.
@@ -76,6 +78,7 @@ type Task struct {
 	Kind        string          `json:"kind"`
 	WorkflowID  string          `json:"workflowId,omitempty"`
 	RunID       string          `json:"runId,omitempty"`
+	SubagentID  string          `json:"subagentId,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Status      string          `json:"status"`
 	Result      json.RawMessage `json:"result,omitempty"`
@@ -288,7 +291,33 @@ func (r *Registry) Submit(ctx context.Context, kind, description string, fn func
 	}
 	fctx, cancel := r.taskContext(ctx)
 	e := &entry{t: Task{Kind: kind, Description: description}, stop: cancel, abandon: cancel, signal: signal}
-	work := func() outcome {
+	if err := r.start(e, r.funcWork(fctx, fn)); err != nil {
+		cancel()
+		return Task{}, err
+	}
+	return r.snapshot(e), nil
+}
+
+// SubmitSubagent runs fn, one run of the background sub-agent subagentID,
+// as a task of kind KindSubagent: Submit with the sub-agent's id on the
+// task, so that the task list shows which sub-agent each task is.
+func (r *Registry) SubmitSubagent(ctx context.Context, subagentID, description string, fn func(ctx context.Context) (json.RawMessage, error)) (Task, error) {
+	if fn == nil {
+		return Task{}, errors.New("submit task: nil function")
+	}
+	fctx, cancel := r.taskContext(ctx)
+	e := &entry{t: Task{Kind: KindSubagent, SubagentID: subagentID, Description: description}, stop: cancel, abandon: cancel}
+	if err := r.start(e, r.funcWork(fctx, fn)); err != nil {
+		cancel()
+		return Task{}, err
+	}
+	return r.snapshot(e), nil
+}
+
+// funcWork is the work of a task that runs fn: fn's error makes it
+// failed, or cancelled when fn's context was (a Kill, Close).
+func (r *Registry) funcWork(fctx context.Context, fn func(ctx context.Context) (json.RawMessage, error)) func() outcome {
+	return func() outcome {
 		res, err := fn(fctx)
 		switch {
 		case err == nil:
@@ -299,11 +328,6 @@ func (r *Registry) Submit(ctx context.Context, kind, description string, fn func
 			return outcome{status: StatusFailed, result: res, err: err.Error()}
 		}
 	}
-	if err := r.start(e, work); err != nil {
-		cancel()
-		return Task{}, err
-	}
-	return r.snapshot(e), nil
 }
 
 // taskContext is a context with ctx's values, cancelled by the returned

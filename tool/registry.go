@@ -107,6 +107,26 @@ func (r *Registry) insert(e *entry) {
 	r.byName[e.spec.Name] = e
 }
 
+// Subset returns a registry of the tools keep accepts, in this one's
+// order, sharing what Add derived from each (the compiled schemas): a
+// sub-agent's filtered tool set costs no recompilation. keep must not
+// change the spec it is given. The two registries are independent from
+// then on.
+func (r *Registry) Subset(keep func(t Tool, spec Spec) bool) *Registry {
+	out := &Registry{}
+	if l := r.logger.Load(); l != nil {
+		out.logger.Store(l)
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, e := range r.entries {
+		if keep(e.tool, e.spec) {
+			out.insert(e)
+		}
+	}
+	return out
+}
+
 // Remove unregisters the named tool and reports whether it was there.
 // Calls already executing finish normally.
 func (r *Registry) Remove(name string) bool {

@@ -12,6 +12,8 @@ type Session struct {
 	mu    sync.Mutex
 	reads map[string]FileStamp
 	todos []Todo
+	// attached is state of packages above the tools (see Attach).
+	attached map[any]any
 }
 
 // FileStamp is what the session saw of a file when it last read or wrote it.
@@ -72,6 +74,24 @@ func (s *Session) Todos() []Todo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Todo(nil), s.todos...)
+}
+
+// Attach returns the value kept under key, storing init's first: state
+// that belongs to the conversation rather than to one agent session (the
+// agent's sub-agent slots), so that it is carried over with the rest when
+// a front door builds a session per turn.
+func (s *Session) Attach(key any, init func() any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.attached[key]; ok {
+		return v
+	}
+	if s.attached == nil {
+		s.attached = map[any]any{}
+	}
+	v := init()
+	s.attached[key] = v
+	return v
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -34,6 +34,7 @@ type agentFlags struct {
 	addDirs        []string
 	maxTurns       int
 	maxTokens      int
+	maxSubagents   int
 	thinking       string
 	permissionMode string
 	yes            bool
@@ -54,6 +55,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringSliceVar(&a.addDirs, "add-dir", nil, "further directories the file tools may touch")
 	f.IntVar(&a.maxTurns, "max-turns", 0, "maximum model calls per run (default 200, or $WEFT_MAX_TURNS)")
 	f.IntVar(&a.maxTokens, "max-tokens", 0, "maximum output tokens per model call (default: the model's maximum)")
+	f.IntVar(&a.maxSubagents, "max-subagents", 0, "sub-agents (the Agent tool) running at once; further ones wait (default 4)")
 	f.StringVar(&a.thinking, "thinking", "", "thinking level: none|low|medium|high|xhigh (default none, or $WEFT_THINKING)")
 	f.StringVar(&a.permissionMode, "permission-mode", "", "default (ask before anything that is not read-only) | plan (read-only tools only) | auto (file edits in the workspace run, shell asks) | bypass (ask nothing) (default: $WEFT_PERMISSION_MODE or default)")
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
@@ -91,6 +93,9 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	}
 	if maxTurns < 0 {
 		return nil, nil, fmt.Errorf("--max-turns %d: want a positive number", maxTurns)
+	}
+	if a.maxSubagents < 0 {
+		return nil, nil, fmt.Errorf("--max-subagents %d: want a positive number", a.maxSubagents)
 	}
 	ws := a.workspace
 	if ws == "" {
@@ -144,7 +149,10 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
-	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), memTools...)...)
+	subs := subagentManager(env, ws, tasks, a.modelFlags.reg, log)
+	closeBeforeSubs := closeAll
+	closeAll = func() error { subs.Close(); return closeBeforeSubs() } // their runs are tasks: stop them first
+	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), append(subs.Tools(), memTools...)...)...)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -177,8 +185,9 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	closeAll = func() error { return errors.Join(closeRest(), closeObs()) }
 	ag, err := agent.New(agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: a.system, Prompt: pb, Vision: describer, Tools: reg,
-		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
+		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level, MaxSubagents: a.maxSubagents,
 		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
+		SubagentEvents: backgroundNotices(env.stderr),
 	})
 	if err != nil {
 		closeAll()
@@ -325,6 +334,9 @@ func (ap *approver) approve(ctx context.Context, req agent.ApprovalRequest) agen
 	for {
 		if req.Reason != "" {
 			fmt.Fprintf(ap.out, "\n(%s)", req.Reason)
+		}
+		if o := req.Origin; o != nil {
+			fmt.Fprintf(ap.out, "\n(asked by %s sub-agent %s)", nonEmpty(o.Type, "general"), o.SubagentID)
 		}
 		fmt.Fprintf(ap.out, "\nAllow %s? [y]es / [n]o / [a]lways for %s: ", summarizeCall(req.ToolName, req.Input), req.ToolName)
 		answer, err := ap.lines.ReadLine(ctx)

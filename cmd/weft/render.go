@@ -17,6 +17,9 @@ type textRenderer struct {
 	out, errw    io.Writer
 	midLine      bool // the last text written did not end a line
 	showThinking bool
+	// subLabels name the sub-agents running under the current tool calls
+	// (see renderSubagent).
+	subLabels map[string]string
 }
 
 func (r *textRenderer) newline() {
@@ -27,6 +30,9 @@ func (r *textRenderer) newline() {
 }
 
 func (r *textRenderer) render(ev agent.Event) {
+	if r.renderSubagent(ev) {
+		return
+	}
 	switch d := ev.Data.(type) {
 	case agent.TextData:
 		switch ev.Type {
@@ -115,7 +121,7 @@ func (r *textRenderer) render(ev agent.Event) {
 func summarizeCall(name string, input []byte) string {
 	var args map[string]any
 	_ = json.Unmarshal(input, &args)
-	for _, k := range []string{"command", "file_path", "pattern", "url", "path"} {
+	for _, k := range []string{"command", "file_path", "pattern", "url", "path", "description"} {
 		if v, ok := args[k].(string); ok && v != "" {
 			s := fmt.Sprintf("%s(%s)", name, clip(v, 100))
 			if args["run_in_background"] == true {

@@ -450,6 +450,16 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err != nil {
 		return err
 	}
+	// The Agent tool: sub-agents run within the turn's tool call (their
+	// events are in the turn's stream); background ones are tasks of the
+	// server's registry (GET /v1/tasks), which exists only now.
+	subs := subagentManager(env, ws, a.Background.Tasks, models, log)
+	a.AtShutdown("sub-agents", func(context.Context) error { subs.Close(); return nil })
+	for _, t := range subs.Tools() {
+		if err = tools.Add(t); err != nil {
+			return errors.Join(err, a.Shutdown(context.WithoutCancel(ctx)))
+		}
+	}
 	// MCP servers' tools join the registry every front door uses. No
 	// terminal: unapproved project servers are skipped, and elicitations
 	// are declined until the HTTP API answers them (docs/mcp.md).

@@ -14,6 +14,7 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/task"
+	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
 	"github.com/weft-run/weft/tool/mcp"
 )
@@ -31,7 +32,8 @@ func newToolsCmd(env environ) *cobra.Command {
 			tasks := task.NewRegistry(nil, task.Options{})
 			defer tasks.Close(context.Background())
 			pb := prompt.New(prompt.Config{Workspace: ws, Home: env.getenv("HOME"), Logger: slog.New(slog.DiscardHandler)})
-			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks, pb.SkillTool())
+			subs := subagentManager(env, ws, tasks, nil, slog.New(slog.DiscardHandler))
+			reg, err := cliTools(builtin.Config{Workspace: ws}, tasks, append([]tool.Tool{pb.SkillTool()}, subs.Tools()...)...)
 			if err != nil {
 				return err
 			}
