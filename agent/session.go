@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
@@ -39,6 +40,9 @@ type Session struct {
 	// cacheKey is the conversation's llm.Request.CacheKey, derived from
 	// its start (see conversationKey) the first time it is needed.
 	cacheKey string
+	// cw is the context window's management (context.go): messages is
+	// its view, what the model is sent.
+	cw contextState
 }
 
 // Totals are a session's cumulative usage and cost.
@@ -57,7 +61,8 @@ func (a *Agent) NewSession() *Session {
 // (orphaned tool calls get error results) before the next run.
 func (a *Agent) ResumeSession(history []llm.Message) *Session {
 	s := a.NewSession()
-	s.messages = append([]llm.Message(nil), history...)
+	// history may hold compaction markers: the view is replayed from it.
+	s.cw.transcript, s.messages = compact.Restore(history)
 	return s
 }
 
@@ -77,11 +82,14 @@ func (a *Agent) ResumeSessionWith(history []llm.Message, state *tool.Session) *S
 // session.
 func (s *Session) ToolState() *tool.Session { return s.tools }
 
-// Messages returns a copy of the conversation.
+// Messages returns a copy of the conversation's history: every message,
+// and a marker (compact.Marker, role compact.RoleMarker) where a
+// compaction changed what the model is sent. It only grows, so it is what
+// to store; ResumeSession replays it, and View is what the model sees.
 func (s *Session) Messages() []llm.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]llm.Message(nil), s.messages...)
+	return s.cw.transcript.History(s.messages)
 }
 
 // Totals returns the session's cumulative usage and cost.
@@ -99,6 +107,7 @@ func (s *Session) Clear() {
 	s.mu.Lock()
 	s.messages = nil
 	s.cacheKey = ""
+	s.cw = contextState{}
 	s.mu.Unlock()
 }
 
@@ -115,7 +124,7 @@ func (s *Session) RunMessage(ctx context.Context, msg llm.Message) iter.Seq2[Eve
 	return func(yield func(Event, error) bool) {
 		s.runMu.Lock()
 		defer s.runMu.Unlock()
-		ctx, cancel := context.WithCancel(ctx)
+		ctx, cancel := context.WithCancel(compact.WithRecaller(ctx, s))
 		defer cancel()
 		r := &run{s: s, a: s.agent, ctx: ctx, cancel: cancel, yield: yield}
 		r.begin()
@@ -172,6 +181,9 @@ type run struct {
 	// humanWait is the approver's time (ns) on the call being decided;
 	// atomic, since tools in parallel ask it for calls of their own.
 	humanWait atomic.Int64
+	// fixed and est are the estimates (compact.Estimate*) of the system
+	// prompt and tools, and of the request being sent.
+	fixed, est int
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -265,11 +277,12 @@ func (r *run) loop(user llm.Message) {
 		if t := res.Message.Text(); t != "" {
 			r.text = t
 		}
+		usage := r.account(res.Usage)
 		if !r.emit(EventTurnEnd, TurnEndData{
 			TurnNumber: r.turns, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
-			CostUSD: cost, StopReason: string(res.Outcome.StopReason),
-		}) {
+			CostUSD: cost, StopReason: string(res.Outcome.StopReason), Context: usage,
+		}) || !r.warn(usage) {
 			r.closeOrphans()
 			return
 		}
@@ -299,6 +312,7 @@ func (r *run) loop(user llm.Message) {
 		if r.stopped {
 			return
 		}
+		r.capRound()
 		if r.ctx.Err() != nil {
 			r.done(StopCancelled)
 			return
@@ -385,7 +399,7 @@ func conversationKey(system string, first llm.Message) string {
 // when set, and is sent once more with the history it returns. It returns
 // false when the run is over (reported already).
 func (r *run) callModel() (llm.Result, bool) {
-	req := r.request()
+	req := r.prepare()
 	pol := r.a.cfg.Retry
 	shrunk := false
 	for attempt := 1; ; attempt++ {
@@ -402,9 +416,10 @@ func (r *run) callModel() (llm.Result, bool) {
 		case o.Status == llm.StatusAborted || r.ctx.Err() != nil:
 			r.done(StopCancelled)
 			return res, false
-		case e != nil && e.Category == llm.CategoryPromptTooLong && !shrunk && r.a.cfg.OnPromptTooLong != nil:
+		case e != nil && e.Category == llm.CategoryPromptTooLong && !shrunk && (r.a.cfg.OnPromptTooLong != nil || !r.a.ctxCfg.Off):
+			// Compaction, then exactly one more request.
 			shrunk = true
-			if !r.shrinkHistory(e) {
+			if r.a.cfg.OnPromptTooLong != nil && !r.shrinkHistory(e) || r.a.cfg.OnPromptTooLong == nil && !r.compactedTooLong(e) {
 				r.fail(r.promptTooLong(e), o.Status)
 				return res, false
 			}
@@ -412,7 +427,7 @@ func (r *run) callModel() (llm.Result, bool) {
 				Status: string(o.Status), Category: string(e.Category), Error: o.Message}) {
 				return res, false
 			}
-			req = r.request()
+			req = r.prepare()
 			attempt-- // the history changed: this is a new request, not a repeat
 			continue
 		case !(o.Retryable() || failover(e)) || attempt >= pol.attempts():
