@@ -260,7 +260,11 @@ func (r *run) summarize(trigger compact.Trigger, instructions string) bool {
 	view := append([]llm.Message(nil), r.s.messages...)
 	p := r.s.planner()
 	r.s.mu.Unlock()
-	split := p.Split(view, int(float64(b.Share(cfg.TailShare))/max(p.Ratio, 1)))
+	// The tail kept verbatim is the configured share, and at most half
+	// the conversation, so that a compaction asked for early (by hand)
+	// still has something to summarise.
+	tail := min(int(float64(b.Share(cfg.TailShare))/max(p.Ratio, 1)), compact.EstimateMessages(view)/2)
+	split := p.Split(view, tail)
 	if split == 0 {
 		return r.fallback(trigger, "nothing before the latest round to summarise")
 	}

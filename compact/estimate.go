@@ -25,6 +25,11 @@ const (
 	// declared (Anthropic: a tool-use system prompt of a few hundred
 	// tokens).
 	toolsPreamble = 400
+	// requestTokens is a request's own framing (model, max_tokens,
+	// stream options), which the providers count in no prompt but the
+	// fakes' body count includes: without it the first, short request
+	// of a session calibrates the estimate far too high.
+	requestTokens = 64
 )
 
 // EstimateText is the estimated token count of s.
@@ -76,7 +81,7 @@ func EstimateMessages(msgs []llm.Message) int {
 // EstimateFixed is the estimated token count of the part of a request that
 // is not the conversation: the system prompt and the tool definitions.
 func EstimateFixed(system []llm.Block, tools []llm.ToolSpec) int {
-	n := 0
+	n := requestTokens
 	for i := range system {
 		n += EstimateBlock(&system[i])
 	}

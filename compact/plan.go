@@ -375,9 +375,11 @@ func validStart(view []llm.Message, i int) bool {
 // Split is where the kept tail of view begins for a summary: the earliest
 // point from which the rest fits tailTokens, but never later than the
 // last message that may begin a tail (the latest round is always kept
-// whole). 0 means there is nothing before the tail to summarise.
+// whole), and never so early that nothing is left to summarise: when all
+// of it fits, the tail begins at the second place it may. 0 means there is
+// nothing before the tail to summarise.
 func (p *Planner) Split(view []llm.Message, tailTokens int) int {
-	best, size := 0, 0
+	best, next, size := 0, 0, 0
 	for i := len(view) - 1; i >= 1; i-- {
 		size += EstimateMessage(&view[i])
 		if !validStart(view, i) {
@@ -386,10 +388,11 @@ func (p *Planner) Split(view []llm.Message, tailTokens int) int {
 		if best != 0 && size > tailTokens {
 			break
 		}
-		best = i
+		best, next = i, best
 	}
 	if best <= 1 {
-		return 0
+		// view[1:next] is the least there is to summarise.
+		return next
 	}
 	return best
 }
