@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
@@ -94,6 +95,12 @@ type Config struct {
 	// least recently used idle ones are evicted. 0 means
 	// DefaultMaxLiveSessions.
 	MaxLiveSessions int
+	// Context and CompactModel manage every session's context window
+	// (agent.Config.Context, agent.Config.CompactModel; compact.go).
+	// CompactModel is a model spec as DefaultModel; "" means the turn's
+	// model writes the summaries.
+	Context      compact.Config
+	CompactModel string
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,
