@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/runtime"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msgs == nil {
-		msgs = msgs[:0:0]
+		msgs = []llm.Message{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
 }
