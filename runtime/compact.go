@@ -25,6 +25,7 @@ type CompactData struct {
 // (agentFor).
 func (rt *Runtime) contextConfig(cfg *agent.Config) error {
 	cfg.Context = rt.cfg.Context
+	cfg.ContextWindow, cfg.MaxContextMessages = rt.cfg.ContextWindow, rt.cfg.MaxContextMessages
 	if rt.cfg.CompactModel == "" {
 		return nil
 	}

@@ -101,6 +101,9 @@ type Config struct {
 	// model writes the summaries.
 	Context      compact.Config
 	CompactModel string
+	// ContextWindow overrides every model's window (agent.Config);
+	// MaxContextMessages bounds the messages a request carries.
+	ContextWindow, MaxContextMessages int
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,

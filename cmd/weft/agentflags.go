@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
@@ -40,6 +41,8 @@ type agentFlags struct {
 	policyFlags
 	promptFlags
 	mcp mcpFlags
+	// context is the context window's management (contextflags.go).
+	context contextFlags
 	// mcpServers is set by build when MCP servers are connected (chat's
 	// /mcp__server__prompt commands use it).
 	mcpServers *mcp.Manager
@@ -58,6 +61,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
 	a.promptFlags.register(f)
 	a.mcp.register(f)
+	a.context.register(f)
 }
 
 // build returns the agent and the tool registry for the flags. lines is
@@ -136,7 +140,8 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		return nil, nil, err
 	}
 	toolCfg := builtin.Config{Workspace: ws, ExtraDirs: bp.pol.ExtraDirs, Env: bp.toolEnv(), Guard: bp.merged.Guard}
-	reg, err := cliTools(toolCfg, tasks, promptTools(pb, toolCfg, info, describer)...)
+	// Recall reads back what compaction cut from the conversation.
+	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), compact.Recall())...)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -167,11 +172,16 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	}
 	closeRest := closeAll
 	closeAll = func() error { return errors.Join(closeRest(), closeObs()) }
-	ag, err := agent.New(agent.Config{
+	acfg := agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: a.system, Prompt: pb, Vision: describer, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
 		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
-	})
+	}
+	if err := a.context.apply(env, &acfg, a.modelFlags.reg); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	ag, err := agent.New(acfg)
 	if err != nil {
 		closeAll()
 		return nil, nil, err

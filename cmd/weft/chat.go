@@ -26,7 +26,9 @@ func newChatCmd(env environ) *cobra.Command {
 		Long: `chat is a line-based REPL on one session: each line you type is a message,
 and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
 /clear (forget the conversation), /rewind [N] (forget the last N turns,
-default 1), /cost (usage and cost so far), /ratelimit
+default 1), /compact [instructions] (summarise the conversation so far to
+free the context window, the instructions saying what the summary must
+keep), /cost (usage and cost so far), /ratelimit
 (the API key pool: masked keys, state, cool-down), /help.
 Ctrl-C during a run stops the run and keeps the session; at the prompt it
 clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
@@ -96,6 +98,9 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 		if cmd, arg, _ := strings.Cut(line, " "); cmd == "/rewind" {
 			s = turns.rewind(a, s, arg, env.stderr)
 			continue
+		} else if cmd == "/compact" {
+			compactChat(ctx, s, arg, env.stderr)
+			continue
 		}
 		switch line {
 		case "":
@@ -116,7 +121,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			printKeyPool(env.stdout, info.Provider, keys, time.Now())
 			continue
 		case "/help":
-			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /cost usage and cost so far  /ratelimit the API key pool")
+			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /compact [instructions] summarise the conversation  /cost usage and cost so far  /ratelimit the API key pool")
 			mcpHelp(mcpServers, env.stdout)
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
@@ -68,6 +69,8 @@ type serveFlags struct {
 	policyFlags
 	promptFlags
 	mcp mcpFlags
+	// context is the context window's management (contextflags.go).
+	context contextFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -140,6 +143,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
 	f.mcp.register(fs)
+	f.context.register(fs)
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
@@ -420,7 +424,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			defInfo, defProvider = info, p.Name()
 		}
 	}
-	tools, err := tool.NewRegistry(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...)...)
+	tools, err := tool.NewRegistry(append(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...), compact.Recall())...)
 	if err != nil {
 		return err
 	}
@@ -438,8 +442,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		rateLimit = -1 // the server's "off"
 	}
 
-	rt, err := runtime.New(runtime.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
-		System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass, Audits: db, MaxTurns: f.maxTurns, Logger: log})
+	rcfg := runtime.Config{Store: db, Models: models, DefaultModel: spec, Tools: tools,
+		System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass, Audits: db, MaxTurns: f.maxTurns, Logger: log}
+	if err := f.context.runtimeConfig(env, &rcfg); err != nil {
+		return err
+	}
+	rt, err := runtime.New(rcfg)
 	if err != nil {
 		return err
 	}
