@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
+	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/policy/hook"
 )
 
 // runEvents runs prompt and returns its events and the error that ended it.
@@ -270,5 +274,38 @@ func TestManualCompactAndMaxMessages(t *testing.T) {
 	}
 	if !strings.Contains(mustJSON(t, s.View()[0]), "Keep dumping files") {
 		t.Fatal("the summary is not in the first message")
+	}
+}
+
+// TestPreCompactHookFires: a pre_compact hook (matched on the trigger)
+// sees the compaction before the summary is written, and its additional
+// context joins the summary's instructions.
+func TestPreCompactHookFires(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "seen")
+	m := hooks(t, hook.Def{Event: hook.PreCompact, Matcher: "manual",
+		Command: script(t, `cat > `+out+`; echo '{"additionalContext":"REMEMBER-THE-HOOK"}'`)})
+	p := llmtest.NewScripted("scripted", llmtest.Text("one"), llmtest.Text("two"), llmtest.Text(summaryText))
+	a, err := agent.New(agent.Config{Provider: p, Model: "m", Policy: &policy.Policy{Hooks: m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.NewSession()
+	for _, q := range []string{"first", "second"} {
+		if _, err := runEvents(s, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := s.Compact(context.Background(), "mine too")
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("Compact = %+v, %v", cs, err)
+	}
+	seen, _ := os.ReadFile(out)
+	if !strings.Contains(string(seen), `"trigger":"manual"`) || !strings.Contains(string(seen), `"custom_instructions":"mine too"`) {
+		t.Fatalf("the hook saw %s", seen)
+	}
+	reqs := p.Requests()
+	if sum := reqs[len(reqs)-1].Messages[0].Text(); !strings.Contains(sum, "REMEMBER-THE-HOOK") || !strings.Contains(sum, "mine too") {
+		t.Fatalf("summary request: %s", sum)
 	}
 }

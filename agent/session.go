@@ -477,7 +477,7 @@ func (r *run) callModel() (llm.Result, bool) {
 // shrinkHistory asks Config.OnPromptTooLong for a history that fits and
 // installs it. It reports whether there is one.
 func (r *run) shrinkHistory(e *llm.Error) bool {
-	msgs := r.s.Messages()
+	msgs := r.s.View()
 	shorter, ok := r.a.cfg.OnPromptTooLong(r.ctx, PromptTooLong{Messages: msgs, Err: e, ContextWindow: r.a.info.ContextWindow})
 	if !ok || len(shorter) == 0 {
 		r.strictCompact(e)
@@ -492,6 +492,9 @@ func (r *run) shrinkHistory(e *llm.Error) bool {
 	r.s.mu.Lock()
 	var repairs int
 	r.s.messages, repairs = repairHistory(msgs)
+	// The hook's history is the conversation from now on: the record of
+	// earlier compactions goes with what it replaced.
+	r.s.cw.transcript.Reset()
 	r.s.mu.Unlock()
 	r.repaired(repairs)
 	return true
