@@ -90,6 +90,9 @@ type Config struct {
 	// Model. CompactProvider serves it; nil means Provider.
 	CompactModel    string
 	CompactProvider llm.Provider
+	// CompactModelInfo is the compact model's window and prices; nil
+	// means the default catalogue's entry (the agent's own for Model).
+	CompactModelInfo *llm.ModelInfo
 	// MaxContextMessages keeps at most this many messages in what the
 	// model is sent, on top of the token rules (seed 002's
 	// WithMaxContext); 0 means no limit.

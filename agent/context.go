@@ -273,7 +273,9 @@ func (r *run) summarize(trigger compact.Trigger, instructions string) bool {
 	if window <= 0 {
 		window = llm.UnknownContextWindow
 	}
-	maxTokens := max(b.Share(cfg.SummaryShare), 256)
+	// The summary's reply takes at most a quarter of the compact model's
+	// window: the rest is for what it summarises.
+	maxTokens := max(min(b.Share(cfg.SummaryShare), window/4), 256)
 	if info.MaxOutputTokens > 0 {
 		maxTokens = min(maxTokens, info.MaxOutputTokens)
 	}
@@ -324,6 +326,9 @@ func (a *Agent) compactModel() (llm.Provider, string, llm.ModelInfo) {
 	}
 	if model == "" {
 		model = a.cfg.Model
+	}
+	if a.cfg.CompactModelInfo != nil {
+		return prov, model, *a.cfg.CompactModelInfo
 	}
 	if prov == a.cfg.Provider && model == a.cfg.Model {
 		info := a.info

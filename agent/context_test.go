@@ -78,7 +78,9 @@ const summaryText = "## Goal\nKeep dumping files.\n## Decisions\nNone.\n## Files
 // summaries are written by the compact model on its own fake, and the
 // history keeps every original output (Recall reads it back) behind the
 // markers. Halfway, the session is "restarted" from its stored history
-// (JSON, as the store keeps it) and goes on from the compacted state.
+// (JSON, as the store keeps it) and goes on from the compacted state. The
+// compact model's window is smaller still (3,000 tokens): every summary
+// request is sized to fit it.
 func TestLongSessionNeverOverflows(t *testing.T) {
 	t.Parallel()
 	const window, prompts = 8000, 20
@@ -86,7 +88,8 @@ func TestLongSessionNeverOverflows(t *testing.T) {
 		t.Run(pf.name, func(t *testing.T) {
 			t.Parallel()
 			main := pf.fake(t).WithContextWindow(window)
-			small := pf.fake(t)
+			const smallWindow = 3000
+			small := pf.fake(t).WithContextWindow(smallWindow)
 			small.Push(llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock(summaryText)}, Usage: llm.Usage{InputTokens: 100, OutputTokens: 50}}).Repeat()
 			for p := range prompts {
 				main.Push(
@@ -103,7 +106,8 @@ func TestLongSessionNeverOverflows(t *testing.T) {
 			newAgent := func() *agent.Agent {
 				a, err := agent.New(agent.Config{Provider: pf.prov(main.URL), Model: "big-model", ModelInfo: &info, Tools: reg,
 					Approve: agent.AllowReadOnly, System: "You dump files.",
-					CompactProvider: pf.prov(small.URL), CompactModel: "small-model"})
+					CompactProvider: pf.prov(small.URL), CompactModel: "small-model",
+					CompactModelInfo: &llm.ModelInfo{ID: "small-model", ContextWindow: smallWindow, MaxOutputTokens: 500}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -182,6 +186,9 @@ func TestLongSessionNeverOverflows(t *testing.T) {
 			for _, r := range sums {
 				if m := pf.model(r); m != "small-model" {
 					t.Errorf("a summary request went to %q", m)
+				}
+				if n := llmtest.PromptTokens(r.Body); n > smallWindow {
+					t.Errorf("a summary request is %d tokens, over the compact model's %d", n, smallWindow)
 				}
 				if !strings.Contains(string(r.Body), "Summarize the conversation above") {
 					t.Errorf("a summary request does not ask for one: %.200s", r.Body)
