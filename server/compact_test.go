@@ -14,7 +14,8 @@ import (
 // in the session's log; GET .../messages is the compacted view and
 // ?all=true the whole history (the summarised messages and a marker); a
 // restart keeps the compacted state, which the next turn's model sees; a
-// running turn is 409, an unknown session 404.
+// running turn is 409, an unknown session 404; rewinding to before the
+// compaction restores the messages it replaced.
 func TestCompactEndpoint(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, apiOptions{})
@@ -68,4 +69,13 @@ func TestCompactEndpoint(t *testing.T) {
 	a2.doJSON("POST", "/v1/sessions/chat/compact", nil, http.StatusConflict)
 	a2.doJSON("POST", "/v1/sessions/chat/cancel", nil, http.StatusOK)
 	cl.readUntilDone()
+
+	// Rewinding to before the compaction's marker restores what it
+	// replaced.
+	a2.doJSON("POST", "/v1/sessions/chat/rewind", `{"messages": 8}`, http.StatusOK)
+	view = a2.doJSON("GET", "/v1/sessions/chat/messages", nil, http.StatusOK)
+	vb, _ = json.Marshal(view["messages"])
+	if !strings.Contains(string(vb), "Paris.") || strings.Contains(string(vb), "CAPITALS-SUMMARY") || len(view["messages"].([]any)) != 8 {
+		t.Fatalf("view after rewinding before the compaction: %s", vb)
+	}
 }
