@@ -432,9 +432,18 @@ func (r *run) capRound() {
 	if r.a.ctxCfg.Off {
 		return
 	}
-	r.apply(compact.TriggerAuto, "", func(p *compact.Planner, view []llm.Message) (compact.Marker, bool) {
-		return p.CapRound(view, len(view)-1)
-	})
+	// Planned in place rather than through apply: this runs after every
+	// round, and most rounds are under their caps (no allocation then).
+	r.s.mu.Lock()
+	p := compact.Planner{Config: r.a.ctxCfg, Budget: r.a.budget, Ratio: r.s.cw.acct.Ratio(), Recall: r.a.recall}
+	m, ok := p.CapRound(r.s.messages, len(r.s.messages)-1)
+	if !ok {
+		r.s.mu.Unlock()
+		return
+	}
+	d := r.recordLocked(&m, compact.TriggerAuto, "")
+	r.s.mu.Unlock()
+	r.reportCompaction(d)
 }
 
 // account calibrates the estimate with what the provider counted for the

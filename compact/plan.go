@@ -71,14 +71,23 @@ func (p *Planner) CapRound(view []llm.Message, at int) (Marker, bool) {
 	if at < 0 || at >= len(view) {
 		return Marker{}, false
 	}
+	// Most rounds are under their caps: find that out without allocating
+	// (this runs after every round).
+	n, largest := 0, 0
+	for i := range view[at].Content {
+		if b := &view[at].Content[i]; b.Type == llm.BlockToolResult {
+			n++
+			largest = max(largest, EstimateBlock(b))
+		}
+	}
+	if n == 0 || len(p.Config.ToolCaps) == 0 && (p.Config.ToolShare < 0 || largest <= p.CapFor("", n)) {
+		return Marker{}, false
+	}
 	var results []llm.Block
 	for _, b := range view[at].Content {
 		if b.Type == llm.BlockToolResult {
 			results = append(results, b)
 		}
-	}
-	if len(results) == 0 {
-		return Marker{}, false
 	}
 	names := calls(view[max(at-1, 0) : at+1])
 	m := Marker{Level: LevelToolCap}
