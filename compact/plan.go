@@ -233,32 +233,46 @@ func hasToolResult(m *llm.Message) bool {
 }
 
 // stub is the one line that stands for a removed tool result: what it
-// was and how to get it back.
+// was and how to get it back. It is built in one buffer: micro writes one
+// per old result, hundreds at a time.
 func (p *Planner) stub(b llm.Block, c call) string {
 	text, images := splitContent(b.Content)
-	what := "a tool call"
-	if c.name != "" {
-		what = c.name
-		if args := oneLine(string(c.input), 80); args != "" && args != "{}" {
-			what += " " + args
-		}
+	buf := make([]byte, 0, 320)
+	buf = append(buf, "[The "...)
+	if b.IsError {
+		buf = append(buf, "error "...)
 	}
-	size := thousands(utf8.RuneCountInString(text)) + " characters"
+	buf = append(buf, "output of "...)
+	if c.name != "" {
+		buf = append(buf, c.name...)
+		if args := oneLine(string(c.input), 80); args != "" && args != "{}" {
+			buf = append(buf, ' ')
+			buf = append(buf, args...)
+		}
+	} else {
+		buf = append(buf, "a tool call"...)
+	}
+	buf = append(buf, " ("...)
+	buf = appendThousands(buf, utf8.RuneCountInString(text))
+	buf = append(buf, " characters"...)
 	if len(images) > 0 {
-		size += fmt.Sprintf(", %d images", len(images))
+		buf = append(buf, ", "...)
+		buf = strconv.AppendInt(buf, int64(len(images)), 10)
+		buf = append(buf, " images"...)
 	}
 	if first := oneLine(text, 60); first != "" {
-		size += ", beginning " + strconv.Quote(first)
+		buf = append(buf, ", beginning "...)
+		buf = strconv.AppendQuote(buf, first)
 	}
-	kind := "output"
-	if b.IsError {
-		kind = "error output"
-	}
-	how := "Run the call again if you need it."
+	buf = append(buf, ") was removed from the context to save space. "...)
 	if p.Recall {
-		how = fmt.Sprintf("Call Recall with id %q to read it again.", b.ToolUseID)
+		buf = append(buf, "Call Recall with id "...)
+		buf = strconv.AppendQuote(buf, b.ToolUseID)
+		buf = append(buf, " to read it again.]"...)
+	} else {
+		buf = append(buf, "Run the call again if you need it.]"...)
 	}
-	return fmt.Sprintf("[The %s of %s (%s) was removed from the context to save space. %s]", kind, what, size, how)
+	return string(buf)
 }
 
 // oneLine is s's first non-empty line, cut to n bytes.
@@ -274,15 +288,22 @@ func oneLine(s string, n int) string {
 }
 
 // thousands formats n with comma separators.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
+func thousands(n int) string { return string(appendThousands(nil, n)) }
+
+func appendThousands(buf []byte, n int) []byte {
 	if n < 0 {
-		return "-" + thousands(-n)
+		buf = append(buf, '-')
+		n = -n
 	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
+	var digits [24]byte
+	d := strconv.AppendInt(digits[:0], int64(n), 10)
+	for i, c := range d {
+		if i > 0 && (len(d)-i)%3 == 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, c)
 	}
-	return s
+	return buf
 }
 
 // Truncate cuts every message of view estimated over maxTokens: each of
