@@ -477,7 +477,7 @@ func (r *run) warn(cu *ContextUsage) bool {
 	for _, th := range fire {
 		if o := r.a.obs.Events; o != nil {
 			data := map[string]any{"model": r.a.cfg.Model, "used_tokens": cu.UsedTokens, "window": cu.Window, "threshold": th}
-			r.safely(func() { o.Event(string(EventTokenWarning), data) })
+			r.safely(func() { o.Event(observe.EventTokenWarning, data) })
 		}
 		if !r.emit(EventTokenWarning, TokenWarningData{UsedTokens: cu.UsedTokens, Window: cu.Window, Limit: cu.Limit, Threshold: th}) {
 			return false
