@@ -15,6 +15,7 @@ import (
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/tool"
 )
 
 // runEvents runs prompt and returns its events and the error that ended it.
@@ -308,4 +309,64 @@ func TestPreCompactHookFires(t *testing.T) {
 	if sum := reqs[len(reqs)-1].Messages[0].Text(); !strings.Contains(sum, "REMEMBER-THE-HOOK") || !strings.Contains(sum, "mine too") {
 		t.Fatalf("summary request: %s", sum)
 	}
+}
+
+// TestMicroStubsInBatches: past the micro threshold, old results are
+// stubbed in batches worth a tenth of the limit, not one per turn (each
+// stub breaks the prompt cache from where it is).
+func TestMicroStubsInBatches(t *testing.T) {
+	t.Parallel()
+	const window, rounds = 20000, 200
+	pf := protocolFakes()[0]
+	main := pf.fake(t).WithContextWindow(window)
+	for i := range rounds {
+		main.Push(llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock(fmt.Sprintf("c%d", i), "Dump", fmt.Sprintf(`{"n":%d}`, i))}})
+	}
+	main.Push(llmtest.Text("done"))
+	small := pf.fake(t)
+	small.Push(llmtest.Text(summaryText)).Repeat()
+	reg, err := tool.NewRegistry(smallDumpTool(), compact.Recall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := llm.ModelInfo{ID: "m", ContextWindow: window, MaxOutputTokens: 1000}
+	a, err := agent.New(agent.Config{Provider: pf.prov(main.URL), Model: "m", ModelInfo: &info, Tools: reg, Approve: agent.AllowReadOnly,
+		CompactProvider: pf.prov(small.URL), CompactModel: "small-model", MaxTurns: rounds + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := runEvents(a.NewSession(), "dump them all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := 0
+	var micro []int
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case agent.TurnStartData:
+			turn = d.TurnNumber
+		case agent.CompactionData:
+			if d.Level == string(compact.LevelMicro) {
+				micro = append(micro, turn)
+			}
+		}
+	}
+	t.Logf("micro at turns %v", micro)
+	if len(micro) == 0 {
+		t.Fatal("micro never fired")
+	}
+	for i := 1; i < len(micro); i++ {
+		if micro[i]-micro[i-1] < 3 {
+			t.Fatalf("micro fired at turns %v: not in batches", micro)
+		}
+	}
+}
+
+// smallDumpTool returns outputs of about 1,500 bytes: a stub saves little
+// on each.
+func smallDumpTool() tool.Tool {
+	return tool.Func("Dump", "Dumps a small file.", tool.Meta{ReadOnly: true, ConcurrencySafe: true, Permission: tool.ClassReadOnly, OutputCap: -1},
+		func(_ context.Context, in dumpIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text(bigOutput(in.N, 1500)), nil
+		})
 }

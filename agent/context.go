@@ -160,8 +160,22 @@ func (r *run) autoCompact() bool {
 	}
 	used := r.currentSize()
 	if cfg.MicroAt >= 0 && used > b.Share(cfg.MicroAt) {
+		// Stubs come in batches worth a tenth of the limit at least: a
+		// changed message breaks the prompt cache from there on, and one
+		// result pushed out of the kept rounds at every turn would cost
+		// the cache at every turn. Less than that is left to the summary
+		// (any saving goes when no summary will come automatically).
+		minSave := 0
+		if cfg.SummaryAt >= 0 {
+			minSave = b.Share(0.1)
+		}
 		if r.apply(compact.TriggerAuto, "", func(p *compact.Planner, view []llm.Message) (compact.Marker, bool) {
-			return p.Micro(view, 0)
+			m, ok := p.Micro(view, 0)
+			if ok && minSave > 0 {
+				saved := compact.EstimateMessages(view) - compact.EstimateMessages(m.Apply(view))
+				ok = float64(saved)*max(p.Ratio, 1) >= float64(minSave)
+			}
+			return m, ok
 		}) {
 			changed = true
 			used = r.currentSize()
