@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
@@ -73,6 +74,29 @@ type Config struct {
 	// an error naming the token gap when the provider gave one. It is the
 	// seam where compaction plugs in.
 	OnPromptTooLong func(ctx context.Context, p PromptTooLong) (messages []llm.Message, ok bool)
+	// Context manages the context window (package compact, seed 004 §8;
+	// docs/context.md): tool results are cut as they enter the history,
+	// old ones stubbed, the middle of the conversation summarised, each
+	// at a share of the window. The zero value is on, with the defaults;
+	// Context.Off turns compaction off (the accounting stays). Without
+	// OnPromptTooLong, a prompt the provider refuses as too long is
+	// compacted and sent once more.
+	Context compact.Config
+	// ContextWindow overrides the catalogue's context window, in tokens;
+	// 0 means the catalogue's (llm.UnknownContextWindow when it has
+	// none).
+	ContextWindow int
+	// CompactModel writes the summaries (a cheaper model, say); "" means
+	// Model. CompactProvider serves it; nil means Provider.
+	CompactModel    string
+	CompactProvider llm.Provider
+	// CompactModelInfo is the compact model's window and prices; nil
+	// means the default catalogue's entry (the agent's own for Model).
+	CompactModelInfo *llm.ModelInfo
+	// MaxContextMessages keeps at most this many messages in what the
+	// model is sent, on top of the token rules (seed 002's
+	// WithMaxContext); 0 means no limit.
+	MaxContextMessages int
 	// PromptCache is passed to every model call as llm.Request.Cache: the
 	// zero value lets providers cache the prompt prefix (Anthropic cache
 	// breakpoints, OpenAI's prompt_cache_key); llm.CacheOff turns that off.
@@ -151,6 +175,10 @@ type Agent struct {
 	bundle prompt.BundleKey // Config.Bundle, parsed
 	obs    observe.Parts
 	sub    *subInfo // set for a sub-agent's agent
+	// The context window's management (context.go).
+	ctxCfg compact.Config
+	budget compact.Budget
+	recall bool // the model has the Recall tool
 }
 
 // New validates cfg.
@@ -193,6 +221,7 @@ func New(cfg Config) (*Agent, error) {
 	} else {
 		a.info = llm.DefaultCatalog().Lookup(cfg.Provider.Name(), cfg.Model)
 	}
+	a.initContext()
 	return a, nil
 }
 

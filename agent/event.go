@@ -27,6 +27,11 @@ const (
 	EventTurnEnd       EventType = "turn_end"
 	EventDone          EventType = "done"
 	EventError         EventType = "error"
+	// EventCompaction (CompactionData) and EventTokenWarning
+	// (TokenWarningData) report the context window's management
+	// (context.go).
+	EventCompaction   EventType = "compaction"
+	EventTokenWarning EventType = "token_warning"
 )
 
 // Event is one observable step of a run. Data holds the typed payload for
@@ -133,6 +138,8 @@ type TurnEndData struct {
 	CacheWriteTokens int     `json:"cache_write_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
 	StopReason       string  `json:"stop_reason"`
+	// Context is how full the context window is after the turn.
+	Context *ContextUsage `json:"context,omitempty"`
 }
 
 // Stop reasons of a run.

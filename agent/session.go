@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
@@ -39,6 +40,9 @@ type Session struct {
 	// cacheKey is the conversation's llm.Request.CacheKey, derived from
 	// its start (see conversationKey) the first time it is needed.
 	cacheKey string
+	// cw is the context window's management (context.go): messages is
+	// its view, what the model is sent.
+	cw contextState
 }
 
 // Totals are a session's cumulative usage and cost.
@@ -57,7 +61,8 @@ func (a *Agent) NewSession() *Session {
 // (orphaned tool calls get error results) before the next run.
 func (a *Agent) ResumeSession(history []llm.Message) *Session {
 	s := a.NewSession()
-	s.messages = append([]llm.Message(nil), history...)
+	// history may hold compaction markers: the view is replayed from it.
+	s.cw.transcript, s.messages = compact.Restore(history)
 	return s
 }
 
@@ -77,11 +82,14 @@ func (a *Agent) ResumeSessionWith(history []llm.Message, state *tool.Session) *S
 // session.
 func (s *Session) ToolState() *tool.Session { return s.tools }
 
-// Messages returns a copy of the conversation.
+// Messages returns a copy of the conversation's history: every message,
+// and a marker (compact.Marker, role compact.RoleMarker) where a
+// compaction changed what the model is sent. It only grows, so it is what
+// to store; ResumeSession replays it, and View is what the model sees.
 func (s *Session) Messages() []llm.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]llm.Message(nil), s.messages...)
+	return s.cw.transcript.History(s.messages)
 }
 
 // Totals returns the session's cumulative usage and cost.
@@ -99,6 +107,7 @@ func (s *Session) Clear() {
 	s.mu.Lock()
 	s.messages = nil
 	s.cacheKey = ""
+	s.cw = contextState{}
 	s.mu.Unlock()
 }
 
@@ -115,7 +124,7 @@ func (s *Session) RunMessage(ctx context.Context, msg llm.Message) iter.Seq2[Eve
 	return func(yield func(Event, error) bool) {
 		s.runMu.Lock()
 		defer s.runMu.Unlock()
-		ctx, cancel := context.WithCancel(ctx)
+		ctx, cancel := context.WithCancel(compact.WithRecaller(ctx, s))
 		defer cancel()
 		r := &run{s: s, a: s.agent, ctx: ctx, cancel: cancel, yield: yield}
 		r.begin()
@@ -177,6 +186,9 @@ type run struct {
 	subUsage usageAcc
 	// subStopFired: a sub-agent's subagent_stop hook has run.
 	subStopFired bool
+	// fixed and est are the estimates (compact.Estimate*) of the system
+	// prompt and tools, and of the request being sent.
+	fixed, est int
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -275,11 +287,12 @@ func (r *run) loop(user llm.Message) {
 		if t := res.Message.Text(); t != "" {
 			r.text = t
 		}
+		usage := r.account(res.Usage)
 		if !r.emit(EventTurnEnd, TurnEndData{
 			TurnNumber: r.turns, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
-			CostUSD: cost, StopReason: string(res.Outcome.StopReason),
-		}) {
+			CostUSD: cost, StopReason: string(res.Outcome.StopReason), Context: usage,
+		}) || !r.warn(usage) {
 			r.closeOrphans()
 			return
 		}
@@ -309,6 +322,7 @@ func (r *run) loop(user llm.Message) {
 		if r.stopped {
 			return
 		}
+		r.capRound()
 		if r.ctx.Err() != nil {
 			r.done(StopCancelled)
 			return
@@ -395,7 +409,7 @@ func conversationKey(system string, first llm.Message) string {
 // when set, and is sent once more with the history it returns. It returns
 // false when the run is over (reported already).
 func (r *run) callModel() (llm.Result, bool) {
-	req := r.request()
+	req := r.prepare()
 	pol := r.a.cfg.Retry
 	shrunk := false
 	for attempt := 1; ; attempt++ {
@@ -412,9 +426,10 @@ func (r *run) callModel() (llm.Result, bool) {
 		case o.Status == llm.StatusAborted || r.ctx.Err() != nil:
 			r.done(StopCancelled)
 			return res, false
-		case e != nil && e.Category == llm.CategoryPromptTooLong && !shrunk && r.a.cfg.OnPromptTooLong != nil:
+		case e != nil && e.Category == llm.CategoryPromptTooLong && !shrunk && (r.a.cfg.OnPromptTooLong != nil || !r.a.ctxCfg.Off):
+			// Compaction, then exactly one more request.
 			shrunk = true
-			if !r.shrinkHistory(e) {
+			if r.a.cfg.OnPromptTooLong != nil && !r.shrinkHistory(e) || r.a.cfg.OnPromptTooLong == nil && !r.compactedTooLong(e) {
 				r.fail(r.promptTooLong(e), o.Status)
 				return res, false
 			}
@@ -422,7 +437,7 @@ func (r *run) callModel() (llm.Result, bool) {
 				Status: string(o.Status), Category: string(e.Category), Error: o.Message}) {
 				return res, false
 			}
-			req = r.request()
+			req = r.prepare()
 			attempt-- // the history changed: this is a new request, not a repeat
 			continue
 		case !(o.Retryable() || failover(e)) || attempt >= pol.attempts():
@@ -472,7 +487,7 @@ func (r *run) callModel() (llm.Result, bool) {
 // shrinkHistory asks Config.OnPromptTooLong for a history that fits and
 // installs it. It reports whether there is one.
 func (r *run) shrinkHistory(e *llm.Error) bool {
-	msgs := r.s.Messages()
+	msgs := r.s.View()
 	shorter, ok := r.a.cfg.OnPromptTooLong(r.ctx, PromptTooLong{Messages: msgs, Err: e, ContextWindow: r.a.info.ContextWindow})
 	if !ok || len(shorter) == 0 {
 		r.strictCompact(e)
@@ -487,6 +502,9 @@ func (r *run) shrinkHistory(e *llm.Error) bool {
 	r.s.mu.Lock()
 	var repairs int
 	r.s.messages, repairs = repairHistory(msgs)
+	// The hook's history is the conversation from now on: the record of
+	// earlier compactions goes with what it replaced.
+	r.s.cw.transcript.Reset()
 	r.s.mu.Unlock()
 	r.repaired(repairs)
 	return true

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/memory"
@@ -75,6 +76,12 @@ type Config struct {
 	// PermissionTimeout is how long a permission request waits (0:
 	// approval.DefaultTimeout).
 	PermissionTimeout time.Duration
+	// Context, CompactModel, ContextWindow and MaxContextMessages manage
+	// every session's context window (session.Config's fields of the same
+	// names).
+	Context                           compact.Config
+	CompactModel                      string
+	ContextWindow, MaxContextMessages int
 	// Memory enables cross-session memory: the memory tools, and relevant
 	// memories given to the planner.
 	Memory bool
@@ -200,7 +207,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	approvals := approval.New() // one broker: the sessions' questions and the runs' gates
 	a.Sessions, err = session.New(session.Config{Store: st, Models: cfg.Models, DefaultModel: cfg.DefaultModel, Tools: tools,
 		System: cfg.System, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
-		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Logger: a.log})
+		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Logger: a.log,
+		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages})
 	if err != nil {
 		return nil, err
 	}

@@ -93,6 +93,11 @@ const (
 	EventBudgetExceeded = "budget_exceeded"
 	EventCostThreshold  = "session_cost_threshold_crossed"
 	EventCompaction     = "compaction"
+	// EventTokenWarning: a session passed 80% or 95% of its usable
+	// context window (model, used_tokens, window, threshold); the agent
+	// fires it and EventCompaction (with level, trigger, tokens_before,
+	// tokens_after) since issue 14.
+	EventTokenWarning = "token_warning"
 )
 
 // Outcomes of a tool call (the outcome key and tag).

@@ -170,6 +170,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/sessions/{id}/permissions/{request_id}", s.handlePermission)
 	mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.handleCancel)
 	mux.HandleFunc("POST /v1/sessions/{id}/rewind", s.handleRewind)
+	s.registerCompactRoutes(mux)
 	mux.HandleFunc("GET /v1/ws", s.handleWS)
 	mux.HandleFunc("GET /v1/settings/permissions", s.handleGetServerPermissions)
 	mux.HandleFunc("PUT /v1/settings/permissions", s.handlePutServerPermissions)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/llm"
@@ -103,6 +104,15 @@ type Config struct {
 	// requests, checkpoints); the run service may share it. nil means a
 	// broker of the session service's own.
 	Approvals *approval.Broker
+	// Context and CompactModel manage every session's context window
+	// (agent.Config.Context, agent.Config.CompactModel; compact.go).
+	// CompactModel is a model spec as DefaultModel; "" means the turn's
+	// model writes the summaries.
+	Context      compact.Config
+	CompactModel string
+	// ContextWindow overrides every model's window (agent.Config);
+	// MaxContextMessages bounds the messages a request carries.
+	ContextWindow, MaxContextMessages int
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,

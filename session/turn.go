@@ -175,11 +175,15 @@ func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 	if maxTurns == 0 {
 		maxTurns = rt.cfg.MaxTurns
 	}
-	return agent.New(agent.Config{
+	cfg := agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: rt.cfg.Tools,
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
-	})
+	}
+	if err := rt.contextConfig(&cfg); err != nil {
+		return nil, err
+	}
+	return agent.New(cfg)
 }
 
 // InterruptedText is the text of the answer closeInterrupted gives a turn

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/weft-run/weft/agent"
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
@@ -41,6 +42,8 @@ type agentFlags struct {
 	policyFlags
 	promptFlags
 	mcp mcpFlags
+	// context is the context window's management (contextflags.go).
+	context contextFlags
 	// mcpServers is set by build when MCP servers are connected (chat's
 	// /mcp__server__prompt commands use it).
 	mcpServers *mcp.Manager
@@ -62,6 +65,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
 	a.promptFlags.register(f)
 	a.mcp.register(f)
+	a.context.register(f)
 }
 
 // build returns the agent and the tool registry for the flags. lines is
@@ -152,7 +156,8 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	subs := subagentManager(env, ws, tasks, a.modelFlags.reg, log)
 	closeBeforeSubs := closeAll
 	closeAll = func() error { subs.Close(); return closeBeforeSubs() } // their runs are tasks: stop them first
-	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), append(subs.Tools(), memTools...)...)...)
+	// Recall reads back what compaction cut from the conversation.
+	reg, err := cliTools(toolCfg, tasks, append(promptTools(pb, toolCfg, info, describer), append(append(subs.Tools(), memTools...), compact.Recall())...)...)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -183,12 +188,17 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	}
 	closeRest := closeAll
 	closeAll = func() error { return errors.Join(closeRest(), closeObs()) }
-	ag, err := agent.New(agent.Config{
+	acfg := agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: a.system, Prompt: pb, Vision: describer, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level, MaxSubagents: a.maxSubagents,
 		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
 		SubagentEvents: backgroundNotices(env.stderr),
-	})
+	}
+	if err := a.context.apply(env, &acfg, a.modelFlags.reg); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	ag, err := agent.New(acfg)
 	if err != nil {
 		closeAll()
 		return nil, nil, err

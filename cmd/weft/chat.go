@@ -28,6 +28,8 @@ and the agent answers with tools as in "weft run". Commands: /exit (or EOF),
 /clear (forget the conversation), /rewind [N] (forget the last N turns,
 default 1), /undo [force] (take back the agent's last file change),
 /checkpoints (the workspace checkpoints of this chat), /restore ID [force],
+/compact [instructions] (summarise the conversation so far to free the
+context window, the instructions saying what the summary must keep),
 /cost (usage and cost so far), /ratelimit
 (the API key pool: masked keys, state, cool-down), /help.
 Ctrl-C during a run stops the run and keeps the session; at the prompt it
@@ -98,6 +100,9 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 		if cmd, arg, _ := strings.Cut(line, " "); cmd == "/rewind" {
 			s = turns.rewind(a, s, arg, env.stderr)
 			continue
+		} else if cmd == "/compact" {
+			compactChat(ctx, s, arg, env.stderr)
+			continue
 		}
 		if ckpt.slash(ctx, line, env.stderr) {
 			continue
@@ -121,7 +126,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			printKeyPool(env.stdout, info.Provider, keys, time.Now())
 			continue
 		case "/help":
-			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /undo [force] take back the last file change  /checkpoints  /restore ID [force]  /cost usage and cost so far  /ratelimit the API key pool")
+			fmt.Fprintln(env.stdout, "/exit leave  /clear forget the conversation  /rewind [N] forget the last N turns  /undo [force] take back the last file change  /checkpoints  /restore ID [force]  /compact [instructions] summarise the conversation  /cost usage and cost so far  /ratelimit the API key pool")
 			mcpHelp(mcpServers, env.stdout)
 			continue
 		}

@@ -101,6 +101,13 @@ func (r *textRenderer) render(ev agent.Event) {
 			r.newline()
 			fmt.Fprintf(r.errw, "circuit breaker: %s\n", d.Reason)
 		}
+	case agent.CompactionData:
+		r.newline()
+		fmt.Fprintln(r.errw, describeCompaction(d))
+	case agent.TokenWarningData:
+		r.newline()
+		fmt.Fprintf(r.errw, "context window %.0f%% full (%d of %d tokens); older context will be compacted (/compact to do it now)\n",
+			100*float64(d.UsedTokens)/float64(max(d.Limit, 1)), d.UsedTokens, d.Limit)
 	case agent.ErrorData:
 		r.newline()
 		if d.Hint != "" {

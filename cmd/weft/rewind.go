@@ -47,13 +47,16 @@ func (c *chatTurns) replace(a *agent.Agent, s *agent.Session, msgs []llm.Message
 // failed before the model answered) with an "[interrupted]" answer, as
 // weft serve does, so that the next line is not merged into it.
 func (c *chatTurns) end(a *agent.Agent, s *agent.Session, cancelled bool) *agent.Session {
-	msgs := s.Messages()
-	n := len(msgs)
-	if n == 0 || msgs[n-1].Role != llm.RoleUser {
+	// The history may end with a compaction's marker: what the model
+	// sees decides.
+	view := s.View()
+	n := len(view)
+	if n == 0 || view[n-1].Role != llm.RoleUser {
 		return s
 	}
+	msgs := s.Messages()
 	unanswered := true // only the prompt: the model never answered
-	for _, b := range msgs[n-1].Content {
+	for _, b := range view[n-1].Content {
 		if b.Type == llm.BlockToolResult {
 			unanswered = false
 		}

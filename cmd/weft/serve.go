@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/weft-run/weft/app"
+	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
@@ -65,6 +66,8 @@ type serveFlags struct {
 	policyFlags
 	promptFlags
 	mcp mcpFlags
+	// context is the context window's management (contextflags.go).
+	context contextFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -137,6 +140,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "default maximum model calls per turn (default 200)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
 	f.mcp.register(fs)
+	f.context.register(fs)
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
@@ -410,7 +414,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			defInfo, defProvider = info, p.Name()
 		}
 	}
-	tools, err := tool.NewRegistry(append(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...), memTools...)...)
+	tools, err := tool.NewRegistry(append(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...), append(memTools, compact.Recall())...)...)
 	if err != nil {
 		return err
 	}
@@ -440,13 +444,17 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		metrics = m.Handler()
 	}
 
-	a, err := app.New(ctx, app.Config{DB: f.db, Models: models, DefaultModel: spec, Workspace: ws,
+	acfg := app.Config{DB: f.db, Models: models, DefaultModel: spec, Workspace: ws,
 		Tools: tools, ToolConfig: toolCfg, System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass,
 		MaxTurns: f.maxTurns, Memory: f.memory, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
 		Server: server.Config{BearerToken: f.bearerToken, Metrics: metrics,
 			CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
 			MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Version: version(), UI: ui,
-			Checkpoints: bp.ckptWorkspace()}})
+			Checkpoints: bp.ckptWorkspace()}}
+	if err := f.context.appConfig(env, &acfg); err != nil {
+		return err
+	}
+	a, err := app.New(ctx, acfg)
 	if err != nil {
 		return err
 	}

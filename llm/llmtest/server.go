@@ -58,6 +58,8 @@ type Server struct {
 	// usage, when set, works out a streamed response's usage from the
 	// request (WithPromptCache) in place of the script's.
 	usage func(req *Request, u llm.Usage) llm.Usage
+	// window, when set, is the model's context window (WithContextWindow).
+	window int
 }
 
 // NewServer starts a fake speaking proto and closes it when the test ends.
@@ -109,6 +111,12 @@ func (s *Server) next(req Request) (Script, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, req)
+	tokens := 0
+	if s.window > 0 {
+		if tokens = PromptTokens(req.Body); tokens > s.window {
+			return s.overflow(tokens), true // the script waits for a request that fits
+		}
+	}
 	if len(s.scripts) == 0 {
 		return Script{}, false
 	}
@@ -118,6 +126,9 @@ func (s *Server) next(req Request) (Script, bool) {
 	}
 	if s.usage != nil && sc.Status < 400 {
 		sc.Usage = s.usage(&req, sc.Usage)
+	}
+	if s.window > 0 && s.usage == nil && sc.Status < 400 && sc.Usage.InputTokens == 0 {
+		sc.Usage.InputTokens = tokens
 	}
 	return sc, true
 }
