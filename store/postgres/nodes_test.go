@@ -363,4 +363,3 @@ func TestCloseDuringAppends(t *testing.T) {
 		t.Errorf("LastSeq %d after Close, but seq %d was acknowledged", s.LastSeq, ok)
 	}
 }
-

@@ -65,9 +65,9 @@ func Available() string {
 	return ""
 }
 
-// skipOrFail skips t when the binaries are missing, unless
+// Require skips t when the binaries are missing, unless
 // WEFT_PG_REQUIRED is set.
-func skipOrFail(t testing.TB) {
+func Require(t testing.TB) {
 	t.Helper()
 	if why := Available(); why != "" {
 		if os.Getenv("WEFT_PG_REQUIRED") != "" {
@@ -88,7 +88,7 @@ var (
 // Call StopShared from TestMain after m.Run.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	skipOrFail(t)
+	Require(t)
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if shared == nil && sharedErr == nil {
@@ -127,7 +127,13 @@ func Start(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "weft-pgtest-")
+	// As root, under /tmp: the server's user must be able to reach the
+	// directory, and $TMPDIR may be inside root's home.
+	base := ""
+	if cred != nil {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "weft-pgtest-")
 	if err != nil {
 		return nil, err
 	}
