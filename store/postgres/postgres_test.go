@@ -13,6 +13,9 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared()
+	if benchSrv != nil {
+		benchSrv.Stop()
+	}
 	os.Exit(code)
 }
 
