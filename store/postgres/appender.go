@@ -41,6 +41,7 @@ type appendReq struct {
 	data      []*string
 	created   []int64
 	index     int   // the request's batch, in AppendEventBatches
+	notify    bool  // an announcement follows its statement in the batch
 	err       error // the request's own failure (an unknown session), after a group that committed
 
 	// The turn framing (see framing).
@@ -210,15 +211,19 @@ func (a *appender) group(reqs []*appendReq) error {
 		for _, r := range reqs {
 			r.err = nil
 			r.queue(b)
+			r.notify = r.queueNotify(b)
 		}
 		err = a.db.batch(ctx, b, func(br pgx.BatchResults) error {
 			for _, r := range reqs {
-				if err := r.result(br); err != nil {
-					if errors.Is(err, store.ErrNotFound) {
-						r.err = err
-						continue
-					}
+				err := r.result(br)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
 					return err
+				}
+				r.err = err
+				if r.notify {
+					if _, err := br.Exec(); err != nil {
+						return err
+					}
 				}
 			}
 			return nil

@@ -37,7 +37,8 @@ func benchServer(b *testing.B) *pgtest.Server {
 // 16 sessions (group commit). PostgreSQL's default flushes the WAL at every
 // commit (synchronous_commit=on); SQLite's default (synchronous=NORMAL)
 // does not, so "postgres-async" adds PostgreSQL with
-// synchronous_commit=off, the nearer comparison.
+// synchronous_commit=off, the nearer comparison; "postgres-notify" is the
+// default with Options.Notify (every append announced to other nodes).
 func BenchmarkAppendEvents(b *testing.B) {
 	payload := json.RawMessage(`{"type":"text_delta","index":0,"text":"The quick brown fox jumps over the lazy dog; the lazy dog sleeps on.","turn":3,"run_id":"01JB8Z5S3Q4X6W7Y8Z9A0B1C2D"}`)
 	stores := []struct {
@@ -60,6 +61,13 @@ func BenchmarkAppendEvents(b *testing.B) {
 		}},
 		{"postgres-async", func(b *testing.B) store.Store {
 			db, err := Open(context.Background(), benchServer(b).NewDatabase(b)+"&synchronous_commit=off", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return db
+		}},
+		{"postgres-notify", func(b *testing.B) store.Store {
+			db, err := Open(context.Background(), benchServer(b).NewDatabase(b), Options{Notify: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -53,6 +53,12 @@ type Options struct {
 	// must mean nothing was stored), so this is what ends a hung one.
 	// Zero means 30s.
 	WriteTimeout time.Duration
+	// Notify announces every append on the LISTEN/NOTIFY channel that
+	// Notifications follows, in the append's transaction: what lets the
+	// other nodes' readers follow a session without polling. It costs a
+	// statement per append, and PostgreSQL serialises the commits of
+	// transactions that notify.
+	Notify bool
 }
 
 // DB is a store.Store on a PostgreSQL database. It is safe for concurrent

@@ -36,3 +36,15 @@ func TestConformance(t *testing.T) {
 		return db
 	})
 }
+
+// TestConformanceNotify: the suite again with every append announced
+// (Options.Notify), which adds a statement to each append's transaction.
+func TestConformanceNotify(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		db, err := Open(context.Background(), pgtest.Shared(t).NewDatabase(t), Options{Notify: true})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return db
+	})
+}
