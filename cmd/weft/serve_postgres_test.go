@@ -1,3 +1,5 @@
+//go:build !nopostgres
+
 package main
 
 import (

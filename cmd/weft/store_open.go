@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/weft-run/weft/store"
-	"github.com/weft-run/weft/store/postgres"
 	"github.com/weft-run/weft/store/sqlite"
 )
 
@@ -17,7 +16,7 @@ import (
 // composition root as it is.
 func openStore(ctx context.Context, dsn string) (store.Store, error) {
 	if isPostgresDSN(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{})
+		return openPostgres(ctx, dsn)
 	}
 	return sqlite.Open(ctx, dsn, sqlite.Options{})
 }
