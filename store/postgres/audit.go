@@ -29,9 +29,10 @@ func (db *DB) AppendAudit(ctx context.Context, entries ...store.AuditEntry) erro
 		return nil
 	}
 	var (
-		sessions, tools, ops, resources, actors, outcomes, reasons []string
-		turns, stamps                                              []int64
-		extras                                                     []*string
+		sessions, ops, actors, outcomes []string
+		tools, resources, reasons       [][]byte
+		turns, stamps                   []int64
+		extras                          []*string
 	)
 	t := now()
 	for _, e := range entries {
@@ -52,15 +53,15 @@ func (db *DB) AppendAudit(ctx context.Context, entries ...store.AuditEntry) erro
 			extra = &s
 		}
 		sessions, turns, stamps = append(sessions, e.SessionID), append(turns, int64(e.TurnNumber)), append(stamps, ts)
-		tools, ops, resources = append(tools, e.ToolName), append(ops, e.Operation), append(resources, e.Resource)
-		actors, outcomes, reasons = append(actors, e.ActorID), append(outcomes, e.Outcome), append(reasons, e.Reason)
+		tools, ops, resources = append(tools, octets(e.ToolName)), append(ops, e.Operation), append(resources, octets(e.Resource))
+		actors, outcomes, reasons = append(actors, e.ActorID), append(outcomes, e.Outcome), append(reasons, octets(e.Reason))
 		extras = append(extras, extra)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, auditLock)
 	b.Queue(`INSERT INTO audit (session_id, turn_number, ts, tool_name, operation, resource, actor_id, outcome, reason, extra)
-		SELECT a, b, c, d, e, f, g, h, i, j FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-			$7::text[], $8::text[], $9::text[], $10::text[]) WITH ORDINALITY AS u(a, b, c, d, e, f, g, h, i, j, ord)
+		SELECT a, b, c, d, e, f, g, h, i, j FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[], $6::bytea[],
+			$7::text[], $8::text[], $9::bytea[], $10::text[]) WITH ORDINALITY AS u(a, b, c, d, e, f, g, h, i, j, ord)
 		ORDER BY ord`, sessions, turns, stamps, tools, ops, resources, actors, outcomes, reasons, extras)
 	err := db.batch(ctx, b, func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
@@ -108,11 +109,15 @@ func (db *DB) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditE
 			e        store.AuditEntry
 			ts, turn int64
 			extra    *string
+			tool     []byte
+			res      []byte
+			reason   []byte
 		)
-		if err := rows.Scan(&e.ID, &e.SessionID, &turn, &ts, &e.ToolName, &e.Operation,
-			&e.Resource, &e.ActorID, &e.Outcome, &e.Reason, &extra); err != nil {
+		if err := rows.Scan(&e.ID, &e.SessionID, &turn, &ts, &tool, &e.Operation,
+			&res, &e.ActorID, &e.Outcome, &reason, &extra); err != nil {
 			return nil, fmt.Errorf("postgres: list audit: %w", err)
 		}
+		e.ToolName, e.Resource, e.Reason = string(tool), string(res), string(reason)
 		if extra != nil {
 			if err := json.Unmarshal([]byte(*extra), &e.Extra); err != nil {
 				return nil, fmt.Errorf("postgres: audit entry %d extra: %w", e.ID, err)

@@ -35,7 +35,7 @@ func (db *DB) AddMemory(ctx context.Context, m store.Memory) (store.Memory, erro
 		return store.Memory{}, err
 	}
 	tag, err := db.pool.Exec(ctx, `INSERT INTO memories (id, user_id, text, tags, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, m.ID, m.UserID, m.Text, tags, created)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, m.ID, m.UserID, octets(m.Text), tags, created)
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("postgres: add memory %q: %w", m.ID, err)
 	}
@@ -65,10 +65,12 @@ func (db *DB) ListMemories(ctx context.Context, userID string) ([]store.Memory, 
 			m       store.Memory
 			tags    *string
 			created int64
+			text    []byte
 		)
-		if err := rows.Scan(&m.ID, &m.UserID, &m.Text, &tags, &created); err != nil {
+		if err := rows.Scan(&m.ID, &m.UserID, &text, &tags, &created); err != nil {
 			return nil, fmt.Errorf("postgres: list memories of %q: %w", userID, err)
 		}
+		m.Text = string(text)
 		if tags != nil {
 			if err := json.Unmarshal([]byte(*tags), &m.Tags); err != nil {
 				return nil, fmt.Errorf("postgres: memory %q tags: %w", m.ID, err)

@@ -32,7 +32,7 @@ func runArgs(r store.Run) ([]any, error) {
 	if !store.ValidRunStatus(r.Status) {
 		return nil, fmt.Errorf("postgres: run %q: unknown status %q", r.ID, r.Status)
 	}
-	args := []any{r.Goal, r.Status}
+	args := []any{octets(r.Goal), r.Status}
 	for _, f := range []struct {
 		name string
 		raw  []byte
@@ -43,7 +43,7 @@ func runArgs(r store.Run) ([]any, error) {
 		}
 		args = append(args, v)
 	}
-	return append(args, r.WorkflowID, r.ParentID, r.BatchID, r.Summary, r.Error, runSearch(r)), nil
+	return append(args, r.WorkflowID, r.ParentID, r.BatchID, octets(r.Summary), octets(r.Error), octets(runSearch(r))), nil
 }
 
 // CreateRun implements store.Runs.
@@ -114,13 +114,13 @@ func (db *DB) ListRuns(ctx context.Context, q store.RunQuery) (store.RunPage, er
 		limit = defaultListLimit
 	}
 	limit = min(limit, maxListLimit)
-	needle := strings.ToLower(q.Q)
+	needle := octets(strings.ToLower(q.Q))
 	var (
 		rows pgx.Rows
 		err  error
 	)
 	// The filters are parameters ('' = off) rather than statement variants.
-	const filter = `($1 = '' OR status = $1) AND ($2 = '' OR strpos(search, $2) > 0)`
+	const filter = `($1 = '' OR status = $1) AND (octet_length($2::bytea) = 0 OR position($2::bytea IN search) > 0)`
 	if q.Cursor == "" {
 		rows, err = db.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE `+filter+`
 			ORDER BY created_at DESC, id DESC LIMIT $3`, q.Status, needle, limit+1)
@@ -207,7 +207,7 @@ func (db *DB) PutStepResult(ctx context.Context, s store.StepResult) error {
 		ON CONFLICT (run_pk, step_id) DO UPDATE SET idx = excluded.idx, status = excluded.status,
 			result = excluded.result, error = excluded.error,
 			started_at = excluded.started_at, finished_at = excluded.finished_at`,
-		s.StepID, s.Index, s.Status, result, s.Error, started, finished, s.RunID)
+		s.StepID, s.Index, s.Status, result, octets(s.Error), started, finished, s.RunID)
 	if err != nil {
 		return fmt.Errorf("postgres: put step %q of run %q: %w", s.StepID, s.RunID, err)
 	}
@@ -296,11 +296,13 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		r                                    store.Run
 		plan, config, inputs, files, posture *string
 		created, updated                     int64
+		goal, summary, errText               []byte
 	)
-	if err := row.Scan(&r.ID, &r.Goal, &r.Status, &plan, &config, &inputs, &files, &posture,
-		&r.WorkflowID, &r.ParentID, &r.BatchID, &r.Summary, &r.Error, &created, &updated, &r.LastSeq); err != nil {
+	if err := row.Scan(&r.ID, &goal, &r.Status, &plan, &config, &inputs, &files, &posture,
+		&r.WorkflowID, &r.ParentID, &r.BatchID, &summary, &errText, &created, &updated, &r.LastSeq); err != nil {
 		return store.Run{}, err
 	}
+	r.Goal, r.Summary, r.Error = string(goal), string(summary), string(errText)
 	r.Plan, r.Config, r.Inputs, r.Files, r.Posture = rawOrNil(plan), rawOrNil(config), rawOrNil(inputs), rawOrNil(files), rawOrNil(posture)
 	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return r, nil
@@ -310,8 +312,9 @@ func scanRun(row pgx.Row) (store.Run, error) {
 // JOIN that found no step.
 func scanStep(row pgx.Row, runID string) (s store.StepResult, ok bool, err error) {
 	var (
-		stepID, status, errText, result *string
-		idx, started, finished          *int64
+		stepID, status, result *string
+		errText                []byte
+		idx, started, finished *int64
 	)
 	if err := row.Scan(&stepID, &idx, &status, &result, &errText, &started, &finished); err != nil {
 		return store.StepResult{}, false, err
@@ -325,7 +328,7 @@ func scanStep(row pgx.Row, runID string) (s store.StepResult, ok bool, err error
 		Index:      int(*idx),
 		Status:     *status,
 		Result:     rawOrNil(result),
-		Error:      *errText,
+		Error:      string(errText),
 		StartedAt:  fromOptNanos(started),
 		FinishedAt: fromOptNanos(finished),
 	}, true, nil

@@ -27,7 +27,7 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) (store.Session
 		return store.Session{}, err
 	}
 	tag, err := db.pool.Exec(ctx, `INSERT INTO sessions (id, created_at, updated_at, title, metadata)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, s.ID, created, updated, s.Title, meta)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, s.ID, created, updated, octets(s.Title), meta)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("postgres: create session %q: %w", s.ID, err)
 	}
@@ -116,7 +116,7 @@ func (db *DB) UpdateSession(ctx context.Context, s store.Session) error {
 		return err
 	}
 	tag, err := db.pool.Exec(ctx, `UPDATE sessions SET title = $1, metadata = $2,
-		updated_at = GREATEST(updated_at, $3) WHERE id = $4`, s.Title, meta, time.Now().UnixNano(), s.ID)
+		updated_at = GREATEST(updated_at, $3) WHERE id = $4`, octets(s.Title), meta, time.Now().UnixNano(), s.ID)
 	if err != nil {
 		return fmt.Errorf("postgres: update session %q: %w", s.ID, err)
 	}
@@ -129,10 +129,12 @@ func scanSession(row pgx.Row) (store.Session, error) {
 		created, updated int64
 		meta             *string
 		count            int64
+		title            []byte
 	)
-	if err := row.Scan(&s.ID, &created, &updated, &s.Title, &meta, &count, &s.LastSeq); err != nil {
+	if err := row.Scan(&s.ID, &created, &updated, &title, &meta, &count, &s.LastSeq); err != nil {
 		return store.Session{}, err
 	}
+	s.Title = string(title)
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
 	s.Metadata = rawOrNil(meta)
 	s.MessageCount = int(count)

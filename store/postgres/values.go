@@ -137,6 +137,15 @@ func createdUpdated(created, updated *time.Time) (int64, int64, error) {
 	return c, u, nil
 }
 
+// octets is s for a BYTEA column (see migration 0001): never nil, which
+// pgx would send as NULL.
+func octets(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return []byte(s)
+}
+
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
 // retryable reports a transaction PostgreSQL aborted to break a deadlock

@@ -180,7 +180,7 @@ func scheduleArgs(s store.Schedule) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(args, s.RunCount, s.LastTaskID, s.LastError, errAt), nil
+	return append(args, s.RunCount, s.LastTaskID, octets(s.LastError), errAt), nil
 }
 
 // CreateSchedule implements store.Schedules.
@@ -278,11 +278,13 @@ func scanSchedule(row pgx.Row) (store.Schedule, error) {
 		inputs                        *string
 		next, expires, lastRun, errAt *int64
 		created, interval, count      int64
+		lastErr                       []byte
 	)
 	if err := row.Scan(&s.ID, &s.WorkflowID, &inputs, &interval, &s.Recurring, &s.Active,
-		&next, &expires, &created, &lastRun, &count, &s.LastTaskID, &s.LastError, &errAt); err != nil {
+		&next, &expires, &created, &lastRun, &count, &s.LastTaskID, &lastErr, &errAt); err != nil {
 		return store.Schedule{}, err
 	}
+	s.LastError = string(lastErr)
 	s.IntervalSeconds, s.RunCount = int(interval), int(count)
 	s.Inputs = rawOrNil(inputs)
 	s.NextRunAt, s.ExpiresAt, s.LastRunAt = fromOptNanos(next), fromOptNanos(expires), fromOptNanos(lastRun)

@@ -120,6 +120,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditQueries", testAuditQueries},
 		{"AuditLimits", testAuditLimits},
 		{"AuditConcurrent", testAuditConcurrent},
+		{"TextBytes", testTextBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,13 +10,18 @@
 -- Times are unix nanoseconds (UTC) as in store/sqlite, so they round-trip
 -- exactly. Ids and names sort in byte order (COLLATE "C") whatever the
 -- database's locale. JSON is text, byte for byte (jsonb would normalise).
+-- Free text that models, tools and users write (titles, goals, summaries,
+-- errors, memories, audited resources and reasons) is BYTEA: PostgreSQL
+-- text refuses NUL bytes and invalid UTF-8, which a model's output or a
+-- file name can hold, and refusing them would lose a run's outcome or an
+-- audit entry.
 
 CREATE TABLE sessions (
     pk            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id            TEXT COLLATE "C" NOT NULL UNIQUE,
     created_at    BIGINT NOT NULL,
     updated_at    BIGINT NOT NULL,
-    title         TEXT   NOT NULL DEFAULT '',
+    title         BYTEA  NOT NULL DEFAULT '',
     metadata      TEXT,
     message_count BIGINT NOT NULL DEFAULT 0,
     last_seq      BIGINT NOT NULL DEFAULT 0,
@@ -48,7 +53,7 @@ CREATE TABLE events (
 CREATE TABLE runs (
     pk          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id          TEXT COLLATE "C" NOT NULL UNIQUE,
-    goal        TEXT   NOT NULL,
+    goal        BYTEA  NOT NULL,
     status      TEXT   NOT NULL,
     plan        TEXT,
     config      TEXT,
@@ -58,9 +63,9 @@ CREATE TABLE runs (
     workflow_id TEXT   NOT NULL DEFAULT '',
     parent_id   TEXT   NOT NULL DEFAULT '',
     batch_id    TEXT   NOT NULL DEFAULT '',
-    summary     TEXT   NOT NULL DEFAULT '',
-    error       TEXT   NOT NULL DEFAULT '',
-    search      TEXT   NOT NULL DEFAULT '',
+    summary     BYTEA  NOT NULL DEFAULT '',
+    error       BYTEA  NOT NULL DEFAULT '',
+    search      BYTEA  NOT NULL DEFAULT '',
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
     last_seq    BIGINT NOT NULL DEFAULT 0
@@ -75,7 +80,7 @@ CREATE TABLE run_steps (
     idx         BIGINT NOT NULL,
     status      TEXT   NOT NULL,
     result      TEXT,
-    error       TEXT   NOT NULL DEFAULT '',
+    error       BYTEA  NOT NULL DEFAULT '',
     started_at  BIGINT,
     finished_at BIGINT,
     PRIMARY KEY (run_pk, step_id)
@@ -120,7 +125,7 @@ CREATE TABLE schedules (
     last_run_at      BIGINT,
     run_count        BIGINT  NOT NULL DEFAULT 0,
     last_task_id     TEXT    NOT NULL DEFAULT '',
-    last_error       TEXT    NOT NULL DEFAULT '',
+    last_error       BYTEA   NOT NULL DEFAULT '',
     last_error_at    BIGINT
 );
 
@@ -130,7 +135,7 @@ CREATE TABLE memories (
     pk         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id         TEXT COLLATE "C" NOT NULL UNIQUE,
     user_id    TEXT   NOT NULL,
-    text       TEXT   NOT NULL,
+    text       BYTEA  NOT NULL,
     tags       TEXT,
     created_at BIGINT NOT NULL
 );
@@ -142,12 +147,12 @@ CREATE TABLE audit (
     session_id  TEXT   NOT NULL,
     turn_number BIGINT NOT NULL,
     ts          BIGINT NOT NULL,
-    tool_name   TEXT   NOT NULL,
+    tool_name   BYTEA  NOT NULL,
     operation   TEXT   NOT NULL,
-    resource    TEXT   NOT NULL DEFAULT '',
+    resource    BYTEA  NOT NULL DEFAULT '',
     actor_id    TEXT   NOT NULL DEFAULT '',
     outcome     TEXT   NOT NULL,
-    reason      TEXT   NOT NULL DEFAULT '',
+    reason      BYTEA  NOT NULL DEFAULT '',
     extra       TEXT
 );
 
