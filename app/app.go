@@ -268,13 +268,17 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	return a, nil
 }
 
-// OpenStore opens the store dsn names. Today that is a SQLite file path
-// (or "sqlite://" and one); this is the one place a "postgres://" DSN
-// will open store/postgres.
+// OpenStore opens the store dsn names: a postgres:// or postgresql:// URL
+// is a PostgreSQL database (store/postgres; `-tags nopostgres` leaves it
+// out), anything else a SQLite file path (or "sqlite://" and one).
 func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return nil, fmt.Errorf("app: store %q: PostgreSQL is not built in yet", redactDSN(dsn))
+		st, err := openPostgres(ctx, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("app: store %s: %w", redactDSN(dsn), err)
+		}
+		return st, nil
 	}
 	db, err := sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite://"), sqlite.Options{})
 	if err != nil {

@@ -122,7 +122,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	f.modelFlags.register(fs)
 	fs.StringVar(&f.config, "config", "", "config file: JSON or name = value lines (see above)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
-	fs.StringVar(&f.db, "db", "./weft.db", "SQLite database file (created, migrated at start; WAL mode)")
+	fs.StringVar(&f.db, "db", "./weft.db", "SQLite database file (created, migrated at start; WAL mode), or a postgres:// URL of a PostgreSQL database (migrated at start)")
 	fs.StringVarP(&f.workspace, "workspace", "w", "", "directory the tools work in and are confined to (default: current directory)")
 	fs.StringVar(&f.provider, "provider", "", "provider of --model when it names none (anthropic, openai, gemini, ollama, ...)")
 	fs.StringVar(&f.bearerToken, "bearer-token", "", "require Authorization: Bearer <token> on every request but /v1/health")
@@ -500,11 +500,17 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if f.bearerToken != "" && len(f.bearerToken) < minTokenLen {
 		fmt.Fprintf(env.stderr, "weft serve: warning: the bearer token is shorter than %d characters: use a long random one (openssl rand -hex 32)\n", minTokenLen)
 	}
+	if isPostgresDSN(f.db) {
+		fmt.Fprintln(env.stderr, postgresNodeWarning)
+	}
+	if isPostgresDSN(f.db) {
+		fmt.Fprintln(env.stderr, postgresNodeWarning)
+	}
 	if ui != nil {
 		fmt.Fprintf(env.stderr, "weft serve: web UI at http://%s/\n", ln.Addr())
 	}
 	// Last: scripts (and the tests) take this line as "ready".
-	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), f.db, ws)
+	fmt.Fprintf(env.stderr, "weft serve: listening on http://%s (database %s, workspace %s)\n", ln.Addr(), storeDisplay(f.db), ws)
 
 	// Serve shuts down when serveCtx ends: after the signal, once the
 	// line saying so is out.

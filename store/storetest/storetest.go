@@ -27,7 +27,7 @@
 //     its whole batch;
 //   - ReadEvents with limit <= 0 returns everything after the position;
 //   - LoadMessages, ReadEvents, AppendMessages, ReplaceMessages and
-//     AppendEvents on an unknown session fail with store.ErrNotFound, even
+//     AppendEvents on an unknown session fail with record.ErrNotFound, even
 //     with nothing to append;
 //   - an invalid ListOptions.Cursor (garbage, truncated, extended) is an
 //     error, never a first page;
@@ -122,6 +122,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditQueries", testAuditQueries},
 		{"AuditLimits", testAuditLimits},
 		{"AuditConcurrent", testAuditConcurrent},
+		{"TextBytes", testTextBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

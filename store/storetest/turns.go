@@ -11,7 +11,7 @@ import (
 )
 
 // testTurns: ListOpenTurns follows the turn framing of session event logs
-// (store.EventUserMessage and the rest), whether the events arrive one by
+// (event.UserMessage and the rest), whether the events arrive one by
 // one, several per append or in a batch (store.BatchEvents), and forgets
 // a deleted session.
 func testTurns(t *testing.T, s store.Store) {

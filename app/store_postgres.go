@@ -1,0 +1,16 @@
+//go:build !nopostgres
+
+package app
+
+import (
+	"context"
+
+	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/store/postgres"
+)
+
+// openPostgres opens a PostgreSQL store; `-tags nopostgres` builds weft
+// without it (and without pgx, about 6 MB).
+func openPostgres(ctx context.Context, dsn string) (store.Store, error) {
+	return postgres.Open(ctx, dsn, postgres.Options{})
+}
