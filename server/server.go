@@ -99,6 +99,9 @@ type Config struct {
 	// Metrics, when set, is served at GET /metrics, behind the same
 	// authentication as the API (weft serve --metrics: Prometheus).
 	Metrics http.Handler
+	// MCP, when set, is weft's MCP server (streamable HTTP), served at
+	// /mcp behind the same guards and bearer token as the API.
+	MCP http.Handler
 	// Checkpoints, when set, serves the workspace checkpoints of the
 	// sessions (checkpoints.go); nil answers those routes with 503.
 	Checkpoints *checkpoint.Workspace
@@ -183,6 +186,9 @@ func New(cfg Config) *Server {
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	if cfg.MCP != nil {
+		mux.Handle("/mcp", cfg.MCP)
+	}
 	s.registerRunRoutes(mux)
 	s.registerTaskRoutes(mux)
 	s.registerCheckpointRoutes(mux)
@@ -194,7 +200,7 @@ func New(cfg Config) *Server {
 		api := s.handler
 		ui := chain(cfg.UI, s.recoverer, s.logger, s.hostGuard)
 		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if apiPath(r.URL.Path) || (cfg.Metrics != nil && r.URL.Path == "/metrics") {
+			if apiPath(r.URL.Path) || (cfg.Metrics != nil && r.URL.Path == "/metrics") || (cfg.MCP != nil && r.URL.Path == "/mcp") {
 				api.ServeHTTP(w, r)
 				return
 			}

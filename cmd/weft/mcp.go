@@ -640,6 +640,6 @@ See docs/mcp.md.`,
 	cmd.AddCommand(list,
 		decide("approve", "Approve a project MCP server (from the workspace's .mcp.json) for this workspace", true),
 		decide("reject", "Reject a project MCP server for this workspace: it is not started and not asked about again", false),
-		login, logout)
+		login, logout, newMCPServeCmd(env))
 	return cmd
 }

@@ -25,10 +25,12 @@ import (
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
+	"github.com/weft-run/weft/mcpserver"
 	"github.com/weft-run/weft/observe/promobs"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/server"
+	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
 	"github.com/weft-run/weft/tool/mcp"
@@ -63,6 +65,12 @@ type serveFlags struct {
 	metrics        bool
 	noUI           bool
 	uiDir          string
+	// serveMCP mounts weft's MCP server at /mcp; mcpTools adds builtin
+	// tools to what it exposes (mcpserve.go).
+	serveMCP bool
+	mcpTools string
+	// stdio: `weft mcp serve`, MCP on stdin/stdout instead of HTTP.
+	stdio bool
 	policyFlags
 	promptFlags
 	mcp mcpFlags
@@ -144,6 +152,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
+	fs.BoolVar(&f.serveMCP, "mcp", false, "serve weft as an MCP server at /mcp (streamable HTTP, behind --bearer-token like the API): published workflows as tools (docs/mcp.md)")
+	fs.StringVar(&f.mcpTools, "mcp-tools", "", "builtin tools the MCP server exposes besides the workflows, comma-separated (e.g. Read,Grep,Glob), under the server's policy; \"\" for none")
 	fs.StringVar(&f.uiDir, "ui-dir", "", "serve the web UI from this directory (a development build, e.g. web/dist) instead of the embedded one")
 }
 
@@ -454,8 +464,17 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err := f.context.appConfig(env, &acfg); err != nil {
 		return err
 	}
+	// The MCP server's handler is built once the app exists (it needs the
+	// tools and the sessions' policy); the route is fixed now.
+	var mcpHandler lateHandler
+	if f.serveMCP {
+		acfg.Server.MCP = &mcpHandler
+	}
 	a, err := app.New(ctx, acfg)
 	if err != nil {
+		if f.stdio && errors.Is(err, sqlite.ErrLocked) {
+			return fmt.Errorf("%w\n(while a weft serve holds the database, point the MCP client at that server's /mcp instead: weft serve --mcp)", err)
+		}
 		return err
 	}
 	// The Agent tool: sub-agents run within the turn's tool call (their
@@ -478,6 +497,15 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 			// After the turns stop: they may call the servers' tools until then.
 			a.AtShutdown("mcp servers", func(context.Context) error { return mcpServers.Close() })
 		}
+	}
+	if err == nil && f.serveMCP {
+		var ms *mcpserver.Server
+		if ms, err = f.mcpServer(a, log); err == nil {
+			mcpHandler.set(ms.Handler())
+		}
+	}
+	if err == nil && f.stdio {
+		return f.serveStdio(ctx, env, a, log)
 	}
 	var ln net.Listener
 	if err == nil {
@@ -503,8 +531,8 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if isPostgresDSN(f.db) {
 		fmt.Fprintln(env.stderr, postgresNodeWarning)
 	}
-	if isPostgresDSN(f.db) {
-		fmt.Fprintln(env.stderr, postgresNodeWarning)
+	if f.serveMCP {
+		fmt.Fprintf(env.stderr, "weft serve: MCP server at http://%s/mcp\n", ln.Addr())
 	}
 	if ui != nil {
 		fmt.Fprintf(env.stderr, "weft serve: web UI at http://%s/\n", ln.Addr())
