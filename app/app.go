@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/compact"
-	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/memory"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/hook"
@@ -85,6 +85,14 @@ type Config struct {
 	// Memory enables cross-session memory: the memory tools, and relevant
 	// memories given to the planner.
 	Memory bool
+	// Observer receives what the sessions' turns do (observe.Observer;
+	// promobs.Metrics turns it into the weft_* series); nil means none.
+	Observer observe.Observer
+	// Gauges, when set, gets the gauges only the application knows
+	// (weft_sessions_active); promobs.Metrics implements it.
+	Gauges interface {
+		GaugeFunc(name, help string, fn func() float64) error
+	}
 
 	// Addr is where Run listens ("" means 127.0.0.1:8080).
 	Addr string
@@ -132,7 +140,6 @@ type closer struct {
 // The services take the store through interfaces of their own; a
 // store.Store satisfies every one of them.
 var (
-	_ eventlog.Store = eventlog.WithLastSeq(store.Store(nil), nil)
 	_ schedule.Store = store.Store(nil)
 	_ memory.Store   = store.Store(nil)
 	_ audit.Store    = store.Store(nil)
@@ -207,10 +214,17 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	approvals := approval.New() // one broker: the sessions' questions and the runs' gates
 	a.Sessions, err = session.New(session.Config{Store: st, Models: cfg.Models, DefaultModel: cfg.DefaultModel, Tools: tools,
 		System: cfg.System, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
-		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Logger: a.log,
+		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Observer: cfg.Observer, Logger: a.log,
 		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Gauges != nil {
+		sessions := a.Sessions
+		if err := cfg.Gauges.GaugeFunc("sessions_active", "Sessions with a turn running or messages queued.",
+			func() float64 { return float64(sessions.Active()) }); err != nil {
+			return nil, err
+		}
 	}
 
 	var memories func(context.Context, string) []string

@@ -3,16 +3,23 @@ package app_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"net"
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/weft-run/weft/app"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
+	"github.com/weft-run/weft/observe"
+	"github.com/weft-run/weft/session"
+	"github.com/weft-run/weft/store/memstore"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 )
@@ -128,4 +135,97 @@ func TestServeShutsDown(t *testing.T) {
 		t.Fatalf("the store is still open after Serve returned: %v", err)
 	}
 	_ = again.Close()
+}
+
+// recorder is an observer and a gauge registry that keep what they get.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	gauges map[string]func() float64
+}
+
+func (r *recorder) Event(name string, _ map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, name)
+}
+
+func (r *recorder) Error(error, map[string]any) {}
+
+func (r *recorder) GaugeFunc(name, _ string, fn func() float64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gauges == nil {
+		r.gauges = map[string]func() float64{}
+	}
+	r.gauges[name] = fn
+	return nil
+}
+
+// TestObserverAndGauges: the sessions' turns report to Config.Observer
+// (weft serve --metrics gives promobs), and the sessions gauge counts the
+// sessions with a turn running.
+func TestObserverAndGauges(t *testing.T) {
+	rec := &recorder{}
+	hold := make(chan struct{})
+	p := holding{llmtest.NewScripted("scripted", llmtest.Text("hi")), hold}
+	a, err := app.New(context.Background(), app.Config{Store: memstore.New(), Models: models{p}, DefaultModel: "scripted:m",
+		Workspace: t.TempDir(), Observer: rec, Gauges: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	active := rec.gauges["sessions_active"]
+	if active == nil {
+		t.Fatalf("gauges registered: %v", rec.gauges)
+	}
+	ctx := context.Background()
+	sess, err := a.Sessions.CreateSession(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := a.Sessions.Send(ctx, sess.ID, "hello", session.TurnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := active(); n != 1 {
+		t.Errorf("sessions_active %v while the turn runs, want 1", n)
+	}
+	close(hold)
+	r := a.Sessions.Subscribe(sess.ID, seq)
+	defer r.Close()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		ev, err := r.Next(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == event.Done {
+			break
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for active() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := active(); n != 0 {
+		t.Errorf("sessions_active %v after the turn, want 0", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Contains(rec.events, observe.EventModelCall) {
+		t.Errorf("observer got %v, want a %s", rec.events, observe.EventModelCall)
+	}
+}
+
+// holding holds its model calls until hold is closed.
+type holding struct {
+	llm.Provider
+	hold chan struct{}
+}
+
+func (h holding) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Event] {
+	<-h.hold
+	return h.Provider.Stream(ctx, req)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
@@ -100,6 +101,9 @@ type Config struct {
 	// least recently used idle ones are evicted. 0 means
 	// DefaultMaxLiveSessions.
 	MaxLiveSessions int
+	// Observer receives what each turn's agent does (model calls, tool
+	// calls, permission decisions; package observe); nil means none.
+	Observer observe.Observer
 	// Approvals is the broker of the questions turns ask (permission
 	// requests, checkpoints); the run service may share it. nil means a
 	// broker of the session service's own.
@@ -580,4 +584,20 @@ func sessionEvents(st store.Store) eventlog.Store {
 		s, err := st.GetSession(ctx, id)
 		return s.LastSeq, err
 	})
+}
+
+// Active counts the sessions with a turn running or messages queued (the
+// weft_sessions_active gauge).
+func (rt *Service) Active() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	n := 0
+	for _, l := range rt.live {
+		l.mu.Lock()
+		if l.running || len(l.queue) > 0 {
+			n++
+		}
+		l.mu.Unlock()
+	}
+	return n
 }

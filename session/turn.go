@@ -179,6 +179,7 @@ func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: rt.cfg.Tools,
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
+		Observer: rt.cfg.Observer,
 	}
 	if err := rt.contextConfig(&cfg); err != nil {
 		return nil, err

@@ -130,7 +130,7 @@ func TestChatRateLimit(t *testing.T) {
 
 // TestServeMetrics: weft serve --metrics serves the Prometheus registry
 // at GET /metrics behind the bearer token (the web UI does not shadow
-// it); without the flag there is no such route.
+// it), with the sessions gauge; without the flag there is no such route.
 func TestServeMetrics(t *testing.T) {
 	t.Parallel()
 	p := startServe(t, nil, "--db", filepath.Join(t.TempDir(), "w.db"), "--metrics", "--bearer-token", "a-long-enough-test-token-0123456789")
@@ -140,6 +140,10 @@ func TestServeMetrics(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "go_goroutines") || !strings.Contains(string(body), "process_") {
 		t.Fatalf("GET /metrics: %d\n%s", resp.StatusCode, body)
+	}
+	// The session service's gauge is wired in (app.Config.Gauges).
+	if !strings.Contains(string(body), "weft_sessions_active 0") {
+		t.Errorf("GET /metrics lacks weft_sessions_active:\n%s", body)
 	}
 	p.stop()
 

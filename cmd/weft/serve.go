@@ -26,6 +26,7 @@ import (
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
 	"github.com/weft-run/weft/mcpserver"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/observe/promobs"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/prompt"
@@ -446,21 +447,26 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	var metrics http.Handler
+	var obs observe.Observer
+	var gauges *promobs.Metrics
 	if f.metrics {
 		m, err := promobs.New(nil)
 		if err != nil {
 			return err
 		}
-		metrics = m.Handler()
+		metrics, obs, gauges = m.Handler(), m, m
 	}
 
 	acfg := app.Config{DB: f.db, Models: models, DefaultModel: spec, Workspace: ws,
 		Tools: tools, ToolConfig: toolCfg, System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass,
-		MaxTurns: f.maxTurns, Memory: f.memory, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
+		MaxTurns: f.maxTurns, Memory: f.memory, Observer: obs, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
 		Server: server.Config{BearerToken: f.bearerToken, Metrics: metrics,
 			CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
 			MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Version: version(), UI: ui,
 			Checkpoints: bp.ckptWorkspace()}}
+	if gauges != nil {
+		acfg.Gauges = gauges
+	}
 	if err := f.context.appConfig(env, &acfg); err != nil {
 		return err
 	}
