@@ -301,7 +301,8 @@ func credential() (*syscall.Credential, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+	// No supplementary groups: the server must not keep root's.
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
 func freePort() (int, error) {
