@@ -39,6 +39,7 @@ type Session struct {
 	// cacheKey is the conversation's llm.Request.CacheKey, derived from
 	// its start (see conversationKey) the first time it is needed.
 	cacheKey string
+	budget   budgetState // budget.go
 }
 
 // Totals are a session's cumulative usage and cost.
@@ -99,6 +100,7 @@ func (s *Session) Clear() {
 	s.mu.Lock()
 	s.messages = nil
 	s.cacheKey = ""
+	s.budget.msgs = 0 // the next estimate counts the whole prompt
 	s.mu.Unlock()
 }
 
@@ -172,6 +174,7 @@ type run struct {
 	// humanWait is the approver's time (ns) on the call being decided;
 	// atomic, since tools in parallel ask it for calls of their own.
 	humanWait atomic.Int64
+	bud       runBudget // budget.go
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -236,6 +239,9 @@ func (r *run) loop(user llm.Message) {
 			r.done(StopMaxTurns)
 			return
 		}
+		if !r.checkBudget() {
+			return // stopped on the budget (reported)
+		}
 		r.turns++
 		if !r.emit(EventTurnStart, TurnStartData{TurnNumber: r.turns, Model: r.a.cfg.Model}) {
 			return
@@ -269,7 +275,7 @@ func (r *run) loop(user llm.Message) {
 			TurnNumber: r.turns, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
 			CostUSD: cost, StopReason: string(res.Outcome.StopReason),
-		}) {
+		}) || !r.afterCall(res.Usage, cost) {
 			r.closeOrphans()
 			return
 		}
