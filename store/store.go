@@ -166,5 +166,6 @@ type Store interface {
 	Schedules
 	Memories
 	Audits
+	Usage
 	Close() error
 }

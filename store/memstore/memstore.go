@@ -60,6 +60,7 @@ type Store struct {
 	schedules map[string]store.Schedule
 	memories  map[string]*memory
 	audit     []store.AuditEntry
+	usage     []store.UsageRecord // usage.go
 
 	memorySeq int64 // insertion order of memories, for ties on CreatedAt
 	auditSeq  int64 // the last audit entry id handed out
@@ -107,7 +108,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.sessions, s.runs, s.workflows, s.schedules, s.memories, s.audit = nil, nil, nil, nil, nil, nil
+	s.sessions, s.runs, s.workflows, s.schedules, s.memories, s.audit, s.usage = nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 

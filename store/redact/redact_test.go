@@ -115,6 +115,8 @@ func TestNoTableHoldsTheValue(t *testing.T) {
 	must(err)
 	must(s.AppendAudit(ctx, store.AuditEntry{SessionID: "s", ToolName: "Bash", Operation: "execute", Resource: "r " + value,
 		Outcome: "allowed", Reason: "why " + value, Extra: map[string]string{"by": "Bash(echo " + value + ")"}}))
+	must(s.AppendUsage(ctx, store.UsageRecord{SessionID: "s " + value, RunID: "r " + value, Provider: "p " + value, Model: "m " + value,
+		InputTokens: 1, CostUSD: 0.5}))
 
 	// Read back through the store: redacted, and still valid.
 	msgs, err := s.LoadMessages(ctx, "s")
@@ -208,13 +210,13 @@ func TestEveryWriteIsWrapped(t *testing.T) {
 		"GetRun": true, "ListRuns": true, "DeleteRun": true, "StepResults": true, "DeleteStepResults": true, "InterruptRuns": true,
 		"GetWorkflow": true, "DeleteWorkflow": true, "ListWorkflows": true,
 		"GetSchedule": true, "DeleteSchedule": true, "ListSchedules": true,
-		"ListMemories": true, "DeleteMemory": true, "ListAudit": true, "Close": true,
+		"ListMemories": true, "DeleteMemory": true, "ListAudit": true, "QueryUsage": true, "Close": true,
 	}
 	wrapped := map[string]bool{
 		"CreateSession": true, "UpdateSession": true, "AppendMessages": true, "ReplaceMessages": true, "AppendEvents": true,
 		"CreateRun": true, "UpdateRun": true, "PutStepResult": true, "RunEvents": true,
 		"CreateWorkflow": true, "UpdateWorkflow": true, "CreateSchedule": true, "UpdateSchedule": true,
-		"AddMemory": true, "AppendAudit": true,
+		"AddMemory": true, "AppendAudit": true, "AppendUsage": true,
 	}
 	it := reflect.TypeFor[store.Store]()
 	for i := range it.NumMethod() {
@@ -243,6 +245,7 @@ func TestEveryWriteIsWrapped(t *testing.T) {
 	_ = s.UpdateSchedule(ctx, store.Schedule{LastTaskID: value})
 	_, _ = s.AddMemory(ctx, store.Memory{Text: value})
 	_ = s.AppendAudit(ctx, store.AuditEntry{Reason: value})
+	_ = s.AppendUsage(ctx, store.UsageRecord{SessionID: value, Model: value})
 	if len(rec.got) != len(wrapped) {
 		t.Fatalf("%d writes recorded, want %d", len(rec.got), len(wrapped))
 	}
@@ -313,6 +316,10 @@ func (r *recorder) AddMemory(_ context.Context, x store.Memory) (store.Memory, e
 	return x, nil
 }
 func (r *recorder) AppendAudit(_ context.Context, x ...store.AuditEntry) error {
+	r.got = append(r.got, x)
+	return nil
+}
+func (r *recorder) AppendUsage(_ context.Context, x ...store.UsageRecord) error {
 	r.got = append(r.got, x)
 	return nil
 }
