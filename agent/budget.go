@@ -419,3 +419,18 @@ func (b Budget) validate() error {
 	}
 	return nil
 }
+
+// CarryBudget makes s continue from's spend, for a front door that
+// replaces a session with one resumed on part of its history (a rewind):
+// its totals, the cost thresholds already reported and a raised
+// session-scoped limit. The estimate of s's first call counts its whole
+// prompt.
+func (s *Session) CarryBudget(from *Session) {
+	from.mu.Lock()
+	t, st := from.totals, from.budget
+	from.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.totals = t
+	s.budget = budgetState{raised: st.raised, alerted: st.alerted, maxOutput: st.maxOutput}
+}

@@ -39,6 +39,7 @@ type agentFlags struct {
 	yes            bool
 	policyFlags
 	promptFlags
+	budgetFlags // budget.go
 	mcp mcpFlags
 	// mcpServers is set by build when MCP servers are connected (chat's
 	// /mcp__server__prompt commands use it).
@@ -57,6 +58,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
 	a.promptFlags.register(f)
+	a.budgetFlags.register(f)
 	a.mcp.register(f)
 }
 
@@ -167,11 +169,20 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	}
 	closeRest := closeAll
 	closeAll = func() error { return errors.Join(closeRest(), closeObs()) }
-	ag, err := agent.New(agent.Config{
+	cfg := agent.Config{
 		Provider: p, Model: info.ID, ModelInfo: &info, System: a.system, Prompt: pb, Vision: describer, Tools: reg,
 		MaxTurns: maxTurns, MaxTokens: a.maxTokens, Thinking: level,
 		Policy: bp.pol, Approve: ap.approve, Logger: log, Observer: obs,
-	})
+	}
+	if err := a.budgetFlags.apply(env, &cfg, lines, out, a.yes); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	ledger := newUsageLedger(usageLedgerPath(env), log)
+	cfg.OnUsage = ledger.onUsage(newID("cli_"))
+	closeObsEtc := closeAll
+	closeAll = func() error { return errors.Join(closeObsEtc(), ledger.close()) }
+	ag, err := agent.New(cfg)
 	if err != nil {
 		closeAll()
 		return nil, nil, err

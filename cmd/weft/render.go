@@ -95,6 +95,9 @@ func (r *textRenderer) render(ev agent.Event) {
 			r.newline()
 			fmt.Fprintf(r.errw, "circuit breaker: %s\n", d.Reason)
 		}
+	case agent.BudgetRequest, agent.BudgetDecision, agent.CostThresholdData:
+		r.newline()
+		fmt.Fprintln(r.errw, budgetLine(ev))
 	case agent.ErrorData:
 		r.newline()
 		if d.Hint != "" {
