@@ -34,7 +34,9 @@ func TestUsageEndpoint(t *testing.T) {
 	var a *api
 	// a.db exists once newAPI returns, before any request.
 	a = newAPI(t, apiOptions{token: "secret", config: func(c *Config) {
-		c.Usage = UsageSourceFunc(func(ctx context.Context, q UsageQuery) ([]UsageGroup, error) { return storeUsage(a.db).QueryUsage(ctx, q) })
+		c.Usage = UsageSourceFunc(func(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {
+			return storeUsage(a.db).QueryUsage(ctx, q)
+		})
 	}})
 	now := time.Now().UTC()
 	recs := []store.UsageRecord{

@@ -40,7 +40,7 @@ type agentFlags struct {
 	policyFlags
 	promptFlags
 	budgetFlags // budget.go
-	mcp mcpFlags
+	mcp         mcpFlags
 	// mcpServers is set by build when MCP servers are connected (chat's
 	// /mcp__server__prompt commands use it).
 	mcpServers *mcp.Manager

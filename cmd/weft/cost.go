@@ -73,7 +73,9 @@ weft serve (GET /v1/usage) for the calls of its sessions and runs.`,
 					return fmt.Errorf("reading the usage ledger: %w", err)
 				}
 				rep.Source, rep.Skipped = path, skipped
-				src = func(_ context.Context, q store.UsageQuery) ([]store.UsageGroup, error) { return store.GroupUsage(recs, q) }
+				src = func(_ context.Context, q store.UsageQuery) ([]store.UsageGroup, error) {
+					return store.GroupUsage(recs, q)
+				}
 			}
 			if err := rep.fill(cmd.Context(), src, time.Now()); err != nil {
 				return err
