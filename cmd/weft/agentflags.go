@@ -39,8 +39,8 @@ type agentFlags struct {
 	yes            bool
 	policyFlags
 	promptFlags
-	budgetFlags // budget.go
-	mcp         mcpFlags
+	budgetFlags
+	mcp mcpFlags
 	// mcpServers is set by build when MCP servers are connected (chat's
 	// /mcp__server__prompt commands use it).
 	mcpServers *mcp.Manager
