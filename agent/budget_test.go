@@ -88,7 +88,10 @@ func TestBudgetStopsBeforeTheCallThatWouldExceedIt(t *testing.T) {
 			fake := llmtest.NewAnthropic(t)
 			fake.Push(echoTurn("c1"), llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock("done")},
 				Usage: llm.Usage{InputTokens: 2300, OutputTokens: 10}})
-			a := budgetAgent(t, fake, func(c *agent.Config) { c.Budget = tt.budget; c.ApproveBudget = tt.approve })
+			var log bytes.Buffer
+			a := budgetAgent(t, fake, func(c *agent.Config) {
+				c.Budget, c.ApproveBudget, c.Observer = tt.budget, tt.approve, observe.NewStderr(&log)
+			})
 			c := collect(a.NewSession(), context.Background(), "go")
 			d := c.done(t)
 			if got := len(fake.Requests()); got != tt.requests {
@@ -109,6 +112,13 @@ func TestBudgetStopsBeforeTheCallThatWouldExceedIt(t *testing.T) {
 			}
 			if len(reqs) != 1 || len(decs) != 1 {
 				t.Fatalf("want one budget_request and one budget_decision, events %v", c.types())
+			}
+			action := "action=stop"
+			if tt.allowed {
+				action = "action=allow"
+			}
+			if n := strings.Count(log.String(), "weft: "+observe.EventBudgetExceeded); n != 1 || !strings.Contains(log.String(), action) {
+				t.Fatalf("the observer saw:\n%s", log.String())
 			}
 			req, dec := reqs[0].Data.(agent.BudgetRequest), decs[0].Data.(agent.BudgetDecision)
 			if req.ID == "" || dec.ID != req.ID || dec.Allow != tt.allowed || req.Scope != "run" || req.Message == "" {
@@ -295,4 +305,37 @@ func floatsEqual(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// TestCarryBudget: a session that replaces another (weft chat's /rewind)
+// keeps its spend, the thresholds already reported and a raised limit.
+func TestCarryBudget(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewAnthropic(t)
+	for _, text := range []string{"one", "two", "three"} {
+		fake.Push(llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock(text)}, Usage: llm.Usage{InputTokens: 2000, OutputTokens: 200}})
+	}
+	asks := 0
+	a := budgetAgent(t, fake, func(c *agent.Config) {
+		c.Budget = agent.Budget{MaxUSD: 0.012, Session: true, Thresholds: []float64{0.005}}
+		c.ApproveBudget = func(context.Context, agent.BudgetRequest) agent.BudgetDecision {
+			asks++
+			return agent.BudgetDecision{Allow: true, MaxUSD: 0.5}
+		}
+	})
+	s := a.NewSession()
+	first := collect(s, context.Background(), "go")
+	second := collect(s, context.Background(), "go")
+	if asks != 1 || len(first.of(agent.EventCostThreshold)) != 1 || len(second.of(agent.EventCostThreshold)) != 0 {
+		t.Fatalf("asked %d times; thresholds %v / %v", asks, first.types(), second.types())
+	}
+	ns := a.ResumeSession(s.Messages()[:2])
+	ns.CarryBudget(s)
+	if ns.Totals() != s.Totals() {
+		t.Fatalf("totals %+v, want %+v", ns.Totals(), s.Totals())
+	}
+	third := collect(ns, context.Background(), "go")
+	if d := third.done(t); d.Text != "three" || asks != 1 || len(third.of(agent.EventCostThreshold)) != 0 {
+		t.Fatalf("after the carry: done %+v, asked %d times, events %v", d, asks, third.types())
+	}
 }
