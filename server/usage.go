@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weft-run/weft/record"
 )
 
 // The cost history over HTTP: GET /v1/usage sums the usage and cost of
@@ -19,51 +21,19 @@ import (
 // back from now ("24h", "168h"); group_by is model, session or day (UTC),
 // or absent for one total; session_id keeps one session's calls.
 
-// UsageQuery is a GET /v1/usage query (the server's own type: the server
-// does not import the store, whose store.UsageQuery it mirrors).
-type UsageQuery struct {
-	Since, Until time.Time // zero: unbounded
-	SessionID    string
-	GroupBy      string // "", UsageByModel, UsageBySession or UsageByDay
-}
-
-// Groupings of GET /v1/usage.
-const (
-	UsageByModel   = "model"
-	UsageBySession = "session"
-	UsageByDay     = "day"
-)
-
-// UsageGroup sums one group's calls (store.UsageGroup's wire form).
-type UsageGroup struct {
-	Key              string  `json:"key"`
-	Calls            int64   `json:"calls"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-}
-
 // UsageResponse is the body of GET /v1/usage.
 type UsageResponse struct {
-	Since   *time.Time   `json:"since,omitempty"`
-	Until   *time.Time   `json:"until,omitempty"`
-	GroupBy string       `json:"group_by,omitempty"`
-	Groups  []UsageGroup `json:"groups"`
+	Since   *time.Time          `json:"since,omitempty"`
+	Until   *time.Time          `json:"until,omitempty"`
+	GroupBy string              `json:"group_by,omitempty"`
+	Groups  []record.UsageGroup `json:"groups"`
 }
 
 // UsageSource answers usage queries: the store's cost history
-// (store.Usage.QueryUsage, adapted by whoever wires the server).
+// (store.Usage; *sqlite.DB and *memstore.Store are one). The server sees
+// only this and the record types, never the store.
 type UsageSource interface {
-	QueryUsage(ctx context.Context, q UsageQuery) ([]UsageGroup, error)
-}
-
-// UsageSourceFunc adapts a function to UsageSource.
-type UsageSourceFunc func(ctx context.Context, q UsageQuery) ([]UsageGroup, error)
-
-func (f UsageSourceFunc) QueryUsage(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {
-	return f(ctx, q)
+	QueryUsage(ctx context.Context, q record.UsageQuery) ([]record.UsageGroup, error)
 }
 
 // UsageHandler serves GET /v1/usage from src; nil answers 503. It is a
@@ -77,9 +47,9 @@ func UsageHandler(src UsageSource) http.Handler {
 		}
 		now := time.Now()
 		v := r.URL.Query()
-		q := UsageQuery{SessionID: v.Get("session_id"), GroupBy: v.Get("group_by")}
+		q := record.UsageQuery{SessionID: v.Get("session_id"), GroupBy: v.Get("group_by")}
 		switch q.GroupBy {
-		case "", UsageByModel, UsageBySession, UsageByDay:
+		case record.UsageTotal, record.UsageByModel, record.UsageBySession, record.UsageByDay:
 		default:
 			writeError(w, http.StatusBadRequest, errInvalidRequest, "group_by must be model, session or day, got "+quote(q.GroupBy))
 			return
@@ -106,7 +76,7 @@ func UsageHandler(src UsageSource) http.Handler {
 			return
 		}
 		if groups == nil {
-			groups = []UsageGroup{}
+			groups = []record.UsageGroup{}
 		}
 		resp := UsageResponse{GroupBy: q.GroupBy, Groups: groups}
 		if !q.Since.IsZero() {

@@ -9,22 +9,8 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/agent"
-	"github.com/weft-run/weft/store"
-	"github.com/weft-run/weft/store/sqlite"
+	"github.com/weft-run/weft/record"
 )
-
-// storeUsage adapts the SQLite store's cost history, as the composition
-// root does.
-func storeUsage(db *sqlite.DB) UsageSource {
-	return UsageSourceFunc(func(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {
-		gs, err := db.QueryUsage(ctx, store.UsageQuery{Since: q.Since, Until: q.Until, SessionID: q.SessionID, GroupBy: q.GroupBy})
-		out := make([]UsageGroup, len(gs))
-		for i, g := range gs {
-			out[i] = UsageGroup(g)
-		}
-		return out, err
-	})
-}
 
 // TestUsageEndpoint: GET /v1/usage sums the store's cost history by
 // model, session and day over since (a time, unix seconds or a duration),
@@ -33,13 +19,9 @@ func TestUsageEndpoint(t *testing.T) {
 	t.Parallel()
 	var a *api
 	// a.db exists once newAPI returns, before any request.
-	a = newAPI(t, apiOptions{token: "secret", config: func(c *Config) {
-		c.Usage = UsageSourceFunc(func(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {
-			return storeUsage(a.db).QueryUsage(ctx, q)
-		})
-	}})
+	a = newAPI(t, apiOptions{token: "secret", config: func(c *Config) { c.Usage = lateUsage{&a} }})
 	now := time.Now().UTC()
-	recs := []store.UsageRecord{
+	recs := []record.UsageRecord{
 		{Time: now.Add(-48 * time.Hour), SessionID: "old", Model: "gpt-4.1", InputTokens: 1000, CostUSD: 0.5},
 		{Time: now.Add(-time.Hour), SessionID: "s1", Model: "gpt-4.1", InputTokens: 10, OutputTokens: 5, CostUSD: 0.25},
 		{Time: now.Add(-time.Minute), SessionID: "s2", Model: "claude-sonnet-4-5", InputTokens: 20, CostUSD: 0.125},
@@ -49,7 +31,7 @@ func TestUsageEndpoint(t *testing.T) {
 	}
 	byDay := map[string]float64{} // the last two may fall either side of midnight
 	for _, r := range recs {
-		byDay[store.UsageDay(r.Time)] += r.CostUSD
+		byDay[record.UsageDay(r.Time)] += r.CostUSD
 	}
 	auth := []string{"Authorization", "Bearer secret"}
 	cost := func(m map[string]any) map[string]float64 {
@@ -137,4 +119,11 @@ func TestBudgetFieldsAndAnswers(t *testing.T) {
 			t.Errorf("%s: %+v, %v", tt.name, got, err)
 		}
 	}
+}
+
+// lateUsage is the test server's store, which exists once newAPI returns.
+type lateUsage struct{ a **api }
+
+func (l lateUsage) QueryUsage(ctx context.Context, q record.UsageQuery) ([]record.UsageGroup, error) {
+	return (*l.a).db.QueryUsage(ctx, q)
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/anthropic"
 	"github.com/weft-run/weft/llm/llmtest"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/server"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/memstore"
 )
 
@@ -245,7 +245,7 @@ func TestCostAgreesWithTurnEnds(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
-	for name, g := range map[string]store.UsageGroup{"24h": rep.Last24h, "7d": rep.Last7d, "total": rep.Total} {
+	for name, g := range map[string]record.UsageGroup{"24h": rep.Last24h, "7d": rep.Last7d, "total": rep.Total} {
 		if g.Calls != 4 || math.Abs(g.CostUSD-want) > 1e-9 {
 			t.Errorf("%s = %+v, want 4 calls costing $%v", name, g, want)
 		}
@@ -288,7 +288,7 @@ func TestCostFromServer(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var auth []string
-	h := server.UsageHandler(serverUsageSource(db))
+	h := server.UsageHandler(db)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		auth = append(auth, r.Header.Get("Authorization"))
@@ -325,7 +325,7 @@ func TestLedgerSurvivesAPartialLine(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sub", "usage.jsonl")
 	first := newUsageLedger(path, slog.Default())
-	if err := first.append(store.UsageRecord{Time: time.Now().UTC(), Model: "m", CostUSD: 1}); err != nil {
+	if err := first.append(record.UsageRecord{Time: time.Now().UTC(), Model: "m", CostUSD: 1}); err != nil {
 		t.Fatal(err)
 	}
 	first.close()
@@ -346,7 +346,7 @@ func TestLedgerSurvivesAPartialLine(t *testing.T) {
 			l := newUsageLedger(path, slog.Default())
 			defer l.close()
 			for range each {
-				if err := l.append(store.UsageRecord{Time: time.Now().UTC(), SessionID: fmt.Sprint("s", w), Model: "m", CostUSD: 0.5}); err != nil {
+				if err := l.append(record.UsageRecord{Time: time.Now().UTC(), SessionID: fmt.Sprint("s", w), Model: "m", CostUSD: 0.5}); err != nil {
 					t.Error(err)
 					return
 				}

@@ -13,25 +13,25 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/server"
 )
 
 // costReport is what weft cost shows (and prints with --format json).
 type costReport struct {
-	Source    string             `json:"source"` // the ledger's path, or the server's URL
-	Last24h   store.UsageGroup   `json:"last_24h"`
-	Last7d    store.UsageGroup   `json:"last_7d"`
-	Total     store.UsageGroup   `json:"total"`
-	ByModel   []store.UsageGroup `json:"by_model"`
-	BySession []store.UsageGroup `json:"by_session"`
+	Source    string              `json:"source"` // the ledger's path, or the server's URL
+	Last24h   record.UsageGroup   `json:"last_24h"`
+	Last7d    record.UsageGroup   `json:"last_7d"`
+	Total     record.UsageGroup   `json:"total"`
+	ByModel   []record.UsageGroup `json:"by_model"`
+	BySession []record.UsageGroup `json:"by_session"`
 	// Skipped counts ledger lines that are not a record (a partial line
 	// from a process killed mid-write).
 	Skipped int `json:"skipped_lines,omitempty"`
 }
 
 // usageSource answers usage queries: the local ledger or a server.
-type usageSource func(ctx context.Context, q store.UsageQuery) ([]store.UsageGroup, error)
+type usageSource func(ctx context.Context, q record.UsageQuery) ([]record.UsageGroup, error)
 
 func newCostCmd(env environ) *cobra.Command {
 	var serverURL, token, format string
@@ -73,8 +73,8 @@ weft serve (GET /v1/usage) for the calls of its sessions and runs.`,
 					return fmt.Errorf("reading the usage ledger: %w", err)
 				}
 				rep.Source, rep.Skipped = path, skipped
-				src = func(_ context.Context, q store.UsageQuery) ([]store.UsageGroup, error) {
-					return store.GroupUsage(recs, q)
+				src = func(_ context.Context, q record.UsageQuery) ([]record.UsageGroup, error) {
+					return record.GroupUsage(recs, q)
 				}
 			}
 			if err := rep.fill(cmd.Context(), src, time.Now()); err != nil {
@@ -98,8 +98,8 @@ weft serve (GET /v1/usage) for the calls of its sessions and runs.`,
 
 // fill asks src for the three windows and the two breakdowns.
 func (rep *costReport) fill(ctx context.Context, src usageSource, now time.Time) error {
-	total := func(since time.Time, into *store.UsageGroup) error {
-		g, err := src(ctx, store.UsageQuery{Since: since})
+	total := func(since time.Time, into *record.UsageGroup) error {
+		g, err := src(ctx, record.UsageQuery{Since: since})
 		if err != nil {
 			return err
 		}
@@ -118,14 +118,14 @@ func (rep *costReport) fill(ctx context.Context, src usageSource, now time.Time)
 		return err
 	}
 	var err error
-	if rep.ByModel, err = src(ctx, store.UsageQuery{GroupBy: store.UsageByModel}); err != nil {
+	if rep.ByModel, err = src(ctx, record.UsageQuery{GroupBy: record.UsageByModel}); err != nil {
 		return err
 	}
-	if rep.BySession, err = src(ctx, store.UsageQuery{GroupBy: store.UsageBySession}); err != nil {
+	if rep.BySession, err = src(ctx, record.UsageQuery{GroupBy: record.UsageBySession}); err != nil {
 		return err
 	}
 	// Most expensive first.
-	byCost := func(a, b store.UsageGroup) int {
+	byCost := func(a, b record.UsageGroup) int {
 		if a.CostUSD != b.CostUSD {
 			if a.CostUSD > b.CostUSD {
 				return -1
@@ -144,7 +144,7 @@ func (rep *costReport) print(w io.Writer, sessions int) {
 	if rep.Skipped > 0 {
 		fmt.Fprintf(w, "(%d lines of the ledger are not records and were skipped)\n", rep.Skipped)
 	}
-	row := func(label string, g store.UsageGroup) {
+	row := func(label string, g record.UsageGroup) {
 		fmt.Fprintf(w, "  %-28s %6d calls %10d in %9d out %10d cache r %9d cache w  $%.4f\n",
 			clip(label, 28), g.Calls, g.InputTokens, g.OutputTokens, g.CacheReadTokens, g.CacheWriteTokens, g.CostUSD)
 	}
@@ -173,15 +173,10 @@ func (rep *costReport) print(w io.Writer, sessions int) {
 	}
 }
 
-// usageResponse is the body of GET /v1/usage (server.UsageResponse).
-type usageResponse struct {
-	Groups []store.UsageGroup `json:"groups"`
-}
-
 // serverUsage queries a weft serve's GET /v1/usage.
 func serverUsage(base *url.URL, token string) usageSource {
 	client := &http.Client{Timeout: 30 * time.Second}
-	return func(ctx context.Context, q store.UsageQuery) ([]store.UsageGroup, error) {
+	return func(ctx context.Context, q record.UsageQuery) ([]record.UsageGroup, error) {
 		u := base.JoinPath("/v1/usage")
 		v := url.Values{}
 		if !q.Since.IsZero() {
@@ -220,12 +215,12 @@ func serverUsage(base *url.URL, token string) usageSource {
 			}
 			return nil, fmt.Errorf("%s: %s: %s", u.Redacted(), resp.Status, msg)
 		}
-		var out usageResponse
+		var out server.UsageResponse
 		if err := json.Unmarshal(body, &out); err != nil {
 			return nil, fmt.Errorf("%s: the answer is not a usage response: %w", u.Redacted(), err)
 		}
 		if out.Groups == nil {
-			out.Groups = []store.UsageGroup{}
+			out.Groups = []record.UsageGroup{}
 		}
 		return out.Groups, nil
 	}

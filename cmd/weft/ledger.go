@@ -13,11 +13,11 @@ import (
 	"sync"
 
 	"github.com/weft-run/weft/agent"
-	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/record"
 )
 
 // The usage ledger is weft run's and weft chat's cost history:
-// ~/.weft/usage.jsonl, one store.UsageRecord per model call, as a JSON
+// ~/.weft/usage.jsonl, one record.UsageRecord per model call, as a JSON
 // line. It is a file of its own, not the server's database: SQLite allows
 // one writer per file, which a weft serve may hold, and several CLI
 // processes append at once. Each record is one write(2) on a descriptor
@@ -74,7 +74,7 @@ func (l *usageLedger) onUsage(sessionID string) func(context.Context, agent.Call
 	}
 	return func(ctx context.Context, u agent.CallUsage) {
 		runID, _ := ctx.Value(usageRunKey{}).(string)
-		rec := store.UsageRecord{Time: u.Time.UTC(), SessionID: sessionID, RunID: runID, Provider: u.Provider, Model: u.Model,
+		rec := record.UsageRecord{Time: u.Time.UTC(), SessionID: sessionID, RunID: runID, Provider: u.Provider, Model: u.Model,
 			InputTokens: int64(u.Usage.InputTokens), OutputTokens: int64(u.Usage.OutputTokens),
 			CacheReadTokens: int64(u.Usage.CacheReadTokens), CacheWriteTokens: int64(u.Usage.CacheWriteTokens), CostUSD: u.CostUSD}
 		if err := l.append(rec); err != nil {
@@ -89,7 +89,7 @@ func (l *usageLedger) onUsage(sessionID string) func(context.Context, agent.Call
 	}
 }
 
-func (l *usageLedger) append(rec store.UsageRecord) error {
+func (l *usageLedger) append(rec record.UsageRecord) error {
 	if err := rec.Validate(); err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ const maxLedgerLine = 64 << 10
 // readUsageLedger reads every record of the ledger; skipped counts the
 // lines that are not a valid record (a partial line from a killed writer,
 // an edit by hand). A missing ledger is empty.
-func readUsageLedger(path string) (recs []store.UsageRecord, skipped int, err error) {
+func readUsageLedger(path string) (recs []record.UsageRecord, skipped int, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
@@ -184,7 +184,7 @@ func readUsageLedger(path string) (recs []store.UsageRecord, skipped int, err er
 	for {
 		line, err := readLedgerLine(r)
 		if len(line) > 0 {
-			var rec store.UsageRecord
+			var rec record.UsageRecord
 			if json.Unmarshal(line, &rec) != nil || rec.Validate() != nil || rec.Time.IsZero() {
 				skipped++
 			} else {

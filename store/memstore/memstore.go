@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -60,7 +61,7 @@ type Store struct {
 	schedules map[string]store.Schedule
 	memories  map[string]*memory
 	audit     []store.AuditEntry
-	usage     []store.UsageRecord // usage.go
+	usage     []record.UsageRecord // usage.go
 
 	memorySeq int64 // insertion order of memories, for ties on CreatedAt
 	auditSeq  int64 // the last audit entry id handed out

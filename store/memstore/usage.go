@@ -3,15 +3,16 @@ package memstore
 import (
 	"context"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
 // AppendUsage implements store.Usage: all records or none.
-func (s *Store) AppendUsage(ctx context.Context, recs ...store.UsageRecord) error {
+func (s *Store) AppendUsage(ctx context.Context, recs ...record.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	in := make([]store.UsageRecord, len(recs))
+	in := make([]record.UsageRecord, len(recs))
 	t := now()
 	for i, r := range recs {
 		if err := r.Validate(); err != nil {
@@ -36,13 +37,13 @@ func (s *Store) AppendUsage(ctx context.Context, recs ...store.UsageRecord) erro
 }
 
 // QueryUsage implements store.Usage.
-func (s *Store) QueryUsage(ctx context.Context, q store.UsageQuery) ([]store.UsageGroup, error) {
+func (s *Store) QueryUsage(ctx context.Context, q record.UsageQuery) ([]record.UsageGroup, error) {
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	return store.GroupUsage(s.usage, q)
+	return record.GroupUsage(s.usage, q)
 }
 
 var _ store.Usage = (*Store)(nil)

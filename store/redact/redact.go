@@ -16,6 +16,7 @@ import (
 
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -125,7 +126,7 @@ func (r *redacting) AppendAudit(ctx context.Context, entries ...store.AuditEntry
 
 // AppendUsage redacts the ids and names too: a session id is a client's
 // choice and could be anything.
-func (r *redacting) AppendUsage(ctx context.Context, recs ...store.UsageRecord) error {
+func (r *redacting) AppendUsage(ctx context.Context, recs ...record.UsageRecord) error {
 	return r.Store.AppendUsage(ctx, secret.Redacted(r.set, recs)...)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/redact"
 	"github.com/weft-run/weft/store/sqlite"
@@ -115,7 +116,7 @@ func TestNoTableHoldsTheValue(t *testing.T) {
 	must(err)
 	must(s.AppendAudit(ctx, store.AuditEntry{SessionID: "s", ToolName: "Bash", Operation: "execute", Resource: "r " + value,
 		Outcome: "allowed", Reason: "why " + value, Extra: map[string]string{"by": "Bash(echo " + value + ")"}}))
-	must(s.AppendUsage(ctx, store.UsageRecord{SessionID: "s " + value, RunID: "r " + value, Provider: "p " + value, Model: "m " + value,
+	must(s.AppendUsage(ctx, record.UsageRecord{SessionID: "s " + value, RunID: "r " + value, Provider: "p " + value, Model: "m " + value,
 		InputTokens: 1, CostUSD: 0.5}))
 
 	// Read back through the store: redacted, and still valid.
@@ -245,7 +246,7 @@ func TestEveryWriteIsWrapped(t *testing.T) {
 	_ = s.UpdateSchedule(ctx, store.Schedule{LastTaskID: value})
 	_, _ = s.AddMemory(ctx, store.Memory{Text: value})
 	_ = s.AppendAudit(ctx, store.AuditEntry{Reason: value})
-	_ = s.AppendUsage(ctx, store.UsageRecord{SessionID: value, Model: value})
+	_ = s.AppendUsage(ctx, record.UsageRecord{SessionID: value, Model: value})
 	if len(rec.got) != len(wrapped) {
 		t.Fatalf("%d writes recorded, want %d", len(rec.got), len(wrapped))
 	}
@@ -319,7 +320,7 @@ func (r *recorder) AppendAudit(_ context.Context, x ...store.AuditEntry) error {
 	r.got = append(r.got, x)
 	return nil
 }
-func (r *recorder) AppendUsage(_ context.Context, x ...store.UsageRecord) error {
+func (r *recorder) AppendUsage(_ context.Context, x ...record.UsageRecord) error {
 	r.got = append(r.got, x)
 	return nil
 }

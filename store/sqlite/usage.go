@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
 // AppendUsage implements store.Usage. Records are checked before the write
 // transaction starts.
-func (db *DB) AppendUsage(ctx context.Context, recs ...store.UsageRecord) error {
+func (db *DB) AppendUsage(ctx context.Context, recs ...record.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -28,7 +29,7 @@ func (db *DB) AppendUsage(ctx context.Context, recs ...store.UsageRecord) error 
 		if err != nil {
 			return err
 		}
-		rows[i] = []any{at, store.UsageDay(r.Time), r.SessionID, r.RunID, r.Provider, r.Model,
+		rows[i] = []any{at, record.UsageDay(r.Time), r.SessionID, r.RunID, r.Provider, r.Model,
 			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, r.CostUSD}
 	}
 	return db.write(ctx, func(tx *sql.Tx) error {
@@ -50,17 +51,17 @@ func (db *DB) AppendUsage(ctx context.Context, recs ...store.UsageRecord) error 
 // usageColumn is the column of each grouping; the query is built from
 // these constants only.
 var usageColumn = map[string]string{
-	store.UsageTotal:     "''",
-	store.UsageByModel:   "model",
-	store.UsageBySession: "session_id",
-	store.UsageByDay:     "day",
+	record.UsageTotal:     "''",
+	record.UsageByModel:   "model",
+	record.UsageBySession: "session_id",
+	record.UsageByDay:     "day",
 }
 
 // QueryUsage implements store.Usage.
-func (db *DB) QueryUsage(ctx context.Context, q store.UsageQuery) ([]store.UsageGroup, error) {
+func (db *DB) QueryUsage(ctx context.Context, q record.UsageQuery) ([]record.UsageGroup, error) {
 	col, ok := usageColumn[q.GroupBy]
 	if !ok {
-		return nil, fmt.Errorf("%w: group_by %q: want model, session or day", store.ErrInvalidUsage, q.GroupBy)
+		return nil, fmt.Errorf("%w: group_by %q: want model, session or day", record.ErrInvalidUsage, q.GroupBy)
 	}
 	var where []string
 	var args []any
@@ -92,7 +93,7 @@ func (db *DB) QueryUsage(ctx context.Context, q store.UsageQuery) ([]store.Usage
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
-	if q.GroupBy != store.UsageTotal {
+	if q.GroupBy != record.UsageTotal {
 		query += " GROUP BY " + col + " ORDER BY " + col
 	}
 	rows, err := db.r.QueryContext(ctx, query, args...)
@@ -100,9 +101,9 @@ func (db *DB) QueryUsage(ctx context.Context, q store.UsageQuery) ([]store.Usage
 		return nil, fmt.Errorf("sqlite: query usage: %w", err)
 	}
 	defer rows.Close()
-	out := []store.UsageGroup{}
+	out := []record.UsageGroup{}
 	for rows.Next() {
-		var g store.UsageGroup
+		var g record.UsageGroup
 		if err := rows.Scan(&g.Key, &g.Calls, &g.InputTokens, &g.OutputTokens, &g.CacheReadTokens, &g.CacheWriteTokens, &g.CostUSD); err != nil {
 			return nil, fmt.Errorf("sqlite: query usage: %w", err)
 		}
@@ -115,11 +116,11 @@ func (db *DB) QueryUsage(ctx context.Context, q store.UsageQuery) ([]store.Usage
 }
 
 // emptyUsage is what a query that can match nothing returns.
-func emptyUsage(q store.UsageQuery) []store.UsageGroup {
-	if q.GroupBy == store.UsageTotal {
-		return []store.UsageGroup{{}}
+func emptyUsage(q record.UsageQuery) []record.UsageGroup {
+	if q.GroupBy == record.UsageTotal {
+		return []record.UsageGroup{{}}
 	}
-	return []store.UsageGroup{}
+	return []record.UsageGroup{}
 }
 
 var _ store.Usage = (*DB)(nil)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
 
@@ -20,7 +21,7 @@ func testUsage(t *testing.T, s store.Store) {
 	day1 := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
 	day2 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	day3 := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
-	recs := []store.UsageRecord{
+	recs := []record.UsageRecord{
 		{Time: day1, SessionID: "a", RunID: "r1", Provider: "anthropic", Model: "sonnet", InputTokens: 100, OutputTokens: 10, CacheReadTokens: 5, CostUSD: 0.25},
 		{Time: day2, SessionID: "a", RunID: "r2", Provider: "anthropic", Model: "opus", InputTokens: 200, OutputTokens: 20, CacheWriteTokens: 7, CostUSD: 1.5},
 		{Time: day3, SessionID: "b", Provider: "openai", Model: "sonnet", InputTokens: 300, OutputTokens: 30, CostUSD: 0.125},
@@ -33,30 +34,30 @@ func testUsage(t *testing.T, s store.Store) {
 	if err := s.DeleteSession(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	g := func(key string, calls, in, out, cr, cw int64, cost float64) store.UsageGroup {
-		return store.UsageGroup{Key: key, Calls: calls, InputTokens: in, OutputTokens: out, CacheReadTokens: cr, CacheWriteTokens: cw, CostUSD: cost}
+	g := func(key string, calls, in, out, cr, cw int64, cost float64) record.UsageGroup {
+		return record.UsageGroup{Key: key, Calls: calls, InputTokens: in, OutputTokens: out, CacheReadTokens: cr, CacheWriteTokens: cw, CostUSD: cost}
 	}
 	tests := []struct {
 		name string
-		q    store.UsageQuery
-		want []store.UsageGroup
+		q    record.UsageQuery
+		want []record.UsageGroup
 	}{
-		{"total", store.UsageQuery{}, []store.UsageGroup{g("", 4, 601, 61, 5, 7, 1.875)}},
-		{"by model", store.UsageQuery{GroupBy: store.UsageByModel},
-			[]store.UsageGroup{g("gpt", 1, 1, 1, 0, 0, 0), g("opus", 1, 200, 20, 0, 7, 1.5), g("sonnet", 2, 400, 40, 5, 0, 0.375)}},
-		{"by session", store.UsageQuery{GroupBy: store.UsageBySession},
-			[]store.UsageGroup{g("", 1, 1, 1, 0, 0, 0), g("a", 2, 300, 30, 5, 7, 1.75), g("b", 1, 300, 30, 0, 0, 0.125)}},
-		{"by day (UTC)", store.UsageQuery{GroupBy: store.UsageByDay},
-			[]store.UsageGroup{g("2026-11-30", 1, 100, 10, 5, 0, 0.25), g("2026-12-01", 3, 501, 51, 0, 7, 1.625)}},
-		{"since is inclusive", store.UsageQuery{Since: day2, GroupBy: store.UsageByModel},
-			[]store.UsageGroup{g("gpt", 1, 1, 1, 0, 0, 0), g("opus", 1, 200, 20, 0, 7, 1.5), g("sonnet", 1, 300, 30, 0, 0, 0.125)}},
-		{"until is exclusive", store.UsageQuery{Until: day3}, []store.UsageGroup{g("", 2, 300, 30, 5, 7, 1.75)}},
-		{"one session", store.UsageQuery{SessionID: "a", GroupBy: store.UsageByDay},
-			[]store.UsageGroup{g("2026-11-30", 1, 100, 10, 5, 0, 0.25), g("2026-12-01", 1, 200, 20, 0, 7, 1.5)}},
-		{"nothing matches: one zero total", store.UsageQuery{Since: day3.Add(time.Hour)}, []store.UsageGroup{g("", 0, 0, 0, 0, 0, 0)}},
-		{"nothing matches: no groups", store.UsageQuery{SessionID: "none", GroupBy: store.UsageByModel}, []store.UsageGroup{}},
-		{"far future", store.UsageQuery{Since: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), GroupBy: store.UsageByDay}, []store.UsageGroup{}},
-		{"far past", store.UsageQuery{Since: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, []store.UsageGroup{g("", 4, 601, 61, 5, 7, 1.875)}},
+		{"total", record.UsageQuery{}, []record.UsageGroup{g("", 4, 601, 61, 5, 7, 1.875)}},
+		{"by model", record.UsageQuery{GroupBy: record.UsageByModel},
+			[]record.UsageGroup{g("gpt", 1, 1, 1, 0, 0, 0), g("opus", 1, 200, 20, 0, 7, 1.5), g("sonnet", 2, 400, 40, 5, 0, 0.375)}},
+		{"by session", record.UsageQuery{GroupBy: record.UsageBySession},
+			[]record.UsageGroup{g("", 1, 1, 1, 0, 0, 0), g("a", 2, 300, 30, 5, 7, 1.75), g("b", 1, 300, 30, 0, 0, 0.125)}},
+		{"by day (UTC)", record.UsageQuery{GroupBy: record.UsageByDay},
+			[]record.UsageGroup{g("2026-11-30", 1, 100, 10, 5, 0, 0.25), g("2026-12-01", 3, 501, 51, 0, 7, 1.625)}},
+		{"since is inclusive", record.UsageQuery{Since: day2, GroupBy: record.UsageByModel},
+			[]record.UsageGroup{g("gpt", 1, 1, 1, 0, 0, 0), g("opus", 1, 200, 20, 0, 7, 1.5), g("sonnet", 1, 300, 30, 0, 0, 0.125)}},
+		{"until is exclusive", record.UsageQuery{Until: day3}, []record.UsageGroup{g("", 2, 300, 30, 5, 7, 1.75)}},
+		{"one session", record.UsageQuery{SessionID: "a", GroupBy: record.UsageByDay},
+			[]record.UsageGroup{g("2026-11-30", 1, 100, 10, 5, 0, 0.25), g("2026-12-01", 1, 200, 20, 0, 7, 1.5)}},
+		{"nothing matches: one zero total", record.UsageQuery{Since: day3.Add(time.Hour)}, []record.UsageGroup{g("", 0, 0, 0, 0, 0, 0)}},
+		{"nothing matches: no groups", record.UsageQuery{SessionID: "none", GroupBy: record.UsageByModel}, []record.UsageGroup{}},
+		{"far future", record.UsageQuery{Since: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), GroupBy: record.UsageByDay}, []record.UsageGroup{}},
+		{"far past", record.UsageQuery{Since: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, []record.UsageGroup{g("", 4, 601, 61, 5, 7, 1.875)}},
 	}
 	for _, tt := range tests {
 		got, err := s.QueryUsage(ctx, tt.q)
@@ -71,28 +72,28 @@ func testUsage(t *testing.T, s store.Store) {
 		}
 	}
 
-	if _, err := s.QueryUsage(ctx, store.UsageQuery{GroupBy: "tool"}); !errors.Is(err, store.ErrInvalidUsage) {
+	if _, err := s.QueryUsage(ctx, record.UsageQuery{GroupBy: "tool"}); !errors.Is(err, record.ErrInvalidUsage) {
 		t.Errorf("group_by tool: %v, want ErrInvalidUsage", err)
 	}
-	for _, bad := range []store.UsageRecord{
+	for _, bad := range []record.UsageRecord{
 		{Model: ""}, {Model: "m", InputTokens: -1}, {Model: "m", CacheWriteTokens: -1},
 		{Model: "m", CostUSD: math.NaN()}, {Model: "m", CostUSD: math.Inf(1)}, {Model: "m", CostUSD: -0.5},
 	} {
 		// The valid record in the batch is not stored either.
-		err := s.AppendUsage(ctx, store.UsageRecord{Model: "ok", CostUSD: 9}, bad)
-		if !errors.Is(err, store.ErrInvalidUsage) {
+		err := s.AppendUsage(ctx, record.UsageRecord{Model: "ok", CostUSD: 9}, bad)
+		if !errors.Is(err, record.ErrInvalidUsage) {
 			t.Errorf("AppendUsage(%+v) = %v, want ErrInvalidUsage", bad, err)
 		}
 	}
-	if got, _ := s.QueryUsage(ctx, store.UsageQuery{}); len(got) != 1 || got[0].Calls != 4 {
+	if got, _ := s.QueryUsage(ctx, record.UsageQuery{}); len(got) != 1 || got[0].Calls != 4 {
 		t.Fatalf("an invalid batch was partly stored: %+v", got)
 	}
 
 	before := time.Now().Add(-time.Second)
-	if err := s.AppendUsage(ctx, store.UsageRecord{SessionID: "now", Model: "m", CostUSD: 1}); err != nil {
+	if err := s.AppendUsage(ctx, record.UsageRecord{SessionID: "now", Model: "m", CostUSD: 1}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.QueryUsage(ctx, store.UsageQuery{Since: before, SessionID: "now"})
+	got, err := s.QueryUsage(ctx, record.UsageQuery{Since: before, SessionID: "now"})
 	if err != nil || len(got) != 1 || got[0].Calls != 1 {
 		t.Fatalf("a zero time is not stamped with the time of the append: %+v, %v", got, err)
 	}
@@ -112,7 +113,7 @@ func testUsageConcurrent(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				r := store.UsageRecord{SessionID: fmt.Sprint("s", w), Model: fmt.Sprint("m", i%3), InputTokens: 1, CostUSD: 0.5}
+				r := record.UsageRecord{SessionID: fmt.Sprint("s", w), Model: fmt.Sprint("m", i%3), InputTokens: 1, CostUSD: 0.5}
 				if err := s.AppendUsage(ctx, r); err != nil {
 					errs <- err
 					return
@@ -125,7 +126,7 @@ func testUsageConcurrent(t *testing.T, s store.Store) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	got, err := s.QueryUsage(ctx, store.UsageQuery{GroupBy: store.UsageBySession})
+	got, err := s.QueryUsage(ctx, record.UsageQuery{GroupBy: record.UsageBySession})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func testUsageConcurrent(t *testing.T, s store.Store) {
 
 // usageEqual compares groups, costs to within float rounding (a database
 // may sum in another order).
-func usageEqual(a, b []store.UsageGroup) bool {
+func usageEqual(a, b []record.UsageGroup) bool {
 	if len(a) != len(b) {
 		return false
 	}
