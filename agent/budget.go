@@ -246,6 +246,18 @@ func (r *run) limits() budgetLimits {
 	return r.bud.limits
 }
 
+// spent is what the budget's scope has spent: the run's model calls, or
+// the session's totals (Budget.Session). It is the one place that says
+// what counts, so that other spend a run causes (sub-agents' model calls
+// rolled up into their parent) is added here.
+func (r *run) spent() (usd float64, tokens int) {
+	if r.a.cfg.Budget.Session {
+		t := r.s.Totals()
+		return t.CostUSD, totalTokens(t.Usage)
+	}
+	return r.cost, totalTokens(r.usage)
+}
+
 // checkBudget runs before every model call. It reports false when the
 // run ended (stopped on the budget, or cancelled while a person was being
 // asked).
@@ -256,12 +268,10 @@ func (r *run) checkBudget() bool {
 	}
 	estUSD, estTokens := r.estimateCall()
 	scope := "run"
-	spentUSD, spentTokens := r.cost, totalTokens(r.usage)
 	if r.a.cfg.Budget.Session {
 		scope = "session"
-		t := r.s.Totals()
-		spentUSD, spentTokens = t.CostUSD, totalTokens(t.Usage)
 	}
+	spentUSD, spentTokens := r.spent()
 	overUSD := lim.usd > 0 && spentUSD+estUSD > lim.usd
 	overTokens := lim.tokens > 0 && spentTokens+estTokens > lim.tokens
 	if !overUSD && !overTokens {
