@@ -64,25 +64,22 @@ type BudgetAnswer struct {
 	Reason         string  `json:"reason,omitempty"`
 }
 
-// Decision checks the answer and turns it into the engine's; spent is
-// what the request said was spent, below which a new limit means nothing.
-func (a BudgetAnswer) Decision(req agent.BudgetRequest) (agent.BudgetDecision, error) {
+// Decision checks the answer's shape and turns it into the engine's, for
+// the approval broker's answer payload (the session service returns it
+// from agent.Config.ApproveBudget, with the request's id). A new limit
+// below what was spent is not refused: the engine allows the call asked
+// about either way, and asks again before the next.
+func (a BudgetAnswer) Decision() (agent.BudgetDecision, error) {
 	if a.Allow == nil {
 		return agent.BudgetDecision{}, errors.New("allow is required (true or false)")
 	}
 	if !*a.Allow {
-		return agent.BudgetDecision{ID: req.ID, Reason: nonEmpty(a.Reason, "declined over HTTP")}, nil
+		return agent.BudgetDecision{Reason: nonEmpty(a.Reason, "declined over HTTP")}, nil
 	}
 	if a.MaxBudgetUSD < 0 || math.IsNaN(a.MaxBudgetUSD) || math.IsInf(a.MaxBudgetUSD, 0) || a.MaxTokensTotal < 0 {
 		return agent.BudgetDecision{}, errors.New("max_budget_usd and max_tokens_total must be non-negative numbers")
 	}
-	if a.MaxBudgetUSD > 0 && a.MaxBudgetUSD <= req.SpentUSD {
-		return agent.BudgetDecision{}, fmt.Errorf("max_budget_usd %v is not above what was spent ($%.4f)", a.MaxBudgetUSD, req.SpentUSD)
-	}
-	if a.MaxTokensTotal > 0 && a.MaxTokensTotal <= req.SpentTokens {
-		return agent.BudgetDecision{}, fmt.Errorf("max_tokens_total %d is not above what was spent (%d tokens)", a.MaxTokensTotal, req.SpentTokens)
-	}
-	return agent.BudgetDecision{ID: req.ID, Allow: true, MaxUSD: a.MaxBudgetUSD, MaxTokens: a.MaxTokensTotal, Reason: a.Reason}, nil
+	return agent.BudgetDecision{Allow: true, MaxUSD: a.MaxBudgetUSD, MaxTokens: a.MaxTokensTotal, Reason: a.Reason}, nil
 }
 
 func nonEmpty(s, fallback string) string {

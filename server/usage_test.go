@@ -76,7 +76,7 @@ func TestUsageEndpoint(t *testing.T) {
 
 // TestBudgetFieldsAndAnswers: the per-request limits override the
 // server's default where set and are validated; a budget answer needs
-// allow, and a new limit above what was spent.
+// allow, and limits that are amounts.
 func TestBudgetFieldsAndAnswers(t *testing.T) {
 	t.Parallel()
 	f, n, neg := 0.5, 1000, -1.0
@@ -98,23 +98,23 @@ func TestBudgetFieldsAndAnswers(t *testing.T) {
 		t.Error("valid limits refused")
 	}
 	yes, no := true, false
-	req := agent.BudgetRequest{ID: "budget_1", SpentUSD: 0.3, SpentTokens: 400}
 	tests := []struct {
 		name string
 		a    BudgetAnswer
 		want agent.BudgetDecision
 		err  bool
 	}{
-		{"allow with a limit", BudgetAnswer{Allow: &yes, MaxBudgetUSD: 1}, agent.BudgetDecision{ID: "budget_1", Allow: true, MaxUSD: 1}, false},
-		{"allow as is", BudgetAnswer{Allow: &yes}, agent.BudgetDecision{ID: "budget_1", Allow: true}, false},
-		{"deny", BudgetAnswer{Allow: &no}, agent.BudgetDecision{ID: "budget_1", Reason: "declined over HTTP"}, false},
+		{"allow with a limit", BudgetAnswer{Allow: &yes, MaxBudgetUSD: 1}, agent.BudgetDecision{Allow: true, MaxUSD: 1}, false},
+		{"allow with tokens", BudgetAnswer{Allow: &yes, MaxTokensTotal: 9000}, agent.BudgetDecision{Allow: true, MaxTokens: 9000}, false},
+		{"allow as is", BudgetAnswer{Allow: &yes}, agent.BudgetDecision{Allow: true}, false},
+		{"deny", BudgetAnswer{Allow: &no}, agent.BudgetDecision{Reason: "declined over HTTP"}, false},
+		{"deny with a reason", BudgetAnswer{Allow: &no, Reason: "too dear"}, agent.BudgetDecision{Reason: "too dear"}, false},
 		{"no allow", BudgetAnswer{MaxBudgetUSD: 1}, agent.BudgetDecision{}, true},
-		{"limit below spent", BudgetAnswer{Allow: &yes, MaxBudgetUSD: 0.2}, agent.BudgetDecision{}, true},
-		{"tokens below spent", BudgetAnswer{Allow: &yes, MaxTokensTotal: 300}, agent.BudgetDecision{}, true},
 		{"negative", BudgetAnswer{Allow: &yes, MaxBudgetUSD: -1}, agent.BudgetDecision{}, true},
+		{"negative tokens", BudgetAnswer{Allow: &yes, MaxTokensTotal: -1}, agent.BudgetDecision{}, true},
 	}
 	for _, tt := range tests {
-		got, err := tt.a.Decision(req)
+		got, err := tt.a.Decision()
 		if (err != nil) != tt.err || got != tt.want {
 			t.Errorf("%s: %+v, %v", tt.name, got, err)
 		}
