@@ -365,3 +365,27 @@ func TestLedgerSurvivesAPartialLine(t *testing.T) {
 		t.Fatalf("a missing ledger: %v %v %v", recs, skipped, err)
 	}
 }
+
+// TestChatBudgetCountsTheWholeChat: weft chat's limit counts every line.
+// The first line's run makes one call and stops before the second; the
+// next line stops before any (no terminal to ask: --yes or a pipe).
+func TestChatBudgetCountsTheWholeChat(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewAnthropic(t)
+	env, ws := budgetEnv(t, fake)
+	budgetScripts(fake, ws)
+	budgetScripts(fake, ws)
+	_, stderr, err := run(t, env, "read a.txt\nand again\n/cost\n", "chat", "--yes", "--max-budget-usd", "0.035", "--model", "anthropic:claude-sonnet-4-5")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("%d model calls, want 1\n%s", n, stderr)
+	}
+	if n := strings.Count(stderr, "budget: stopped"); n != 2 {
+		t.Fatalf("%d budget stops, want 2:\n%s", n, stderr)
+	}
+	if n := strings.Count(stderr, "[budget]"); n != 2 {
+		t.Fatalf("want two runs ending [budget]:\n%s", stderr)
+	}
+}
