@@ -59,6 +59,18 @@ type Config struct {
 	Checkpoint policy.Checkpoint
 	// Retry bounds retries of failed model calls.
 	Retry RetryPolicy
+	// Budget bounds spend (USD, tokens) per run or per session, checked
+	// before every model call, and sets the session cost alerts; see
+	// Budget. The zero value has no limits.
+	Budget Budget
+	// ApproveBudget is asked when the next model call would pass the
+	// budget: allow with new limits, or stop. nil stops the run
+	// (stop_reason "budget").
+	ApproveBudget BudgetApproveFunc
+	// OnUsage is told every completed model call's usage and cost (the
+	// numbers of its turn_end, with model and time), on the run's
+	// goroutine, for cost history; it should not block. nil means none.
+	OnUsage func(ctx context.Context, u CallUsage)
 	// Observer receives what the engine does, for monitoring (package
 	// observe): model calls, retries, tool calls, permission decisions,
 	// guardrail refusals, run ends; metrics and spans when it takes them.
@@ -194,6 +206,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxTurns == 0 {
 		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if err := cfg.Budget.validate(); err != nil {
+		return nil, err
 	}
 	bundle, err := prompt.ParseKey(cfg.Bundle)
 	if err != nil {

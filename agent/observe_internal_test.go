@@ -21,7 +21,7 @@ func TestObserverHooksAllocateNothingWhenOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &run{a: a, ctx: context.Background()}
+		r := &run{a: a, s: a.NewSession(), ctx: context.Background()}
 		call := llm.ToolUse("id", "Read", nil)
 		spec := tool.Spec{Name: "Read"}
 		v := policy.Verdict{Allow: true, Stage: "mode"}
@@ -34,6 +34,9 @@ func TestObserverHooksAllocateNothingWhenOff(t *testing.T) {
 			_, end := r.toolSpan(r.ctx, call, spec)
 			end(&res)
 			r.end()
+			// No budget: the check and the accounting after a call are free.
+			r.checkBudget()
+			r.afterCall(llm.Usage{InputTokens: 1}, 0)
 		})
 		if n != 0 {
 			t.Errorf("observer %T: %v allocations per call, want 0", obs, n)

@@ -43,6 +43,7 @@ type Session struct {
 	// cw is the context window's management (context.go): messages is
 	// its view, what the model is sent.
 	cw contextState
+	budget   budgetState // budget.go
 }
 
 // Totals are a session's cumulative usage and cost.
@@ -108,6 +109,7 @@ func (s *Session) Clear() {
 	s.messages = nil
 	s.cacheKey = ""
 	s.cw = contextState{}
+	s.budget.msgs = 0 // the next estimate counts the whole prompt
 	s.mu.Unlock()
 }
 
@@ -189,6 +191,7 @@ type run struct {
 	// fixed and est are the estimates (compact.Estimate*) of the system
 	// prompt and tools, and of the request being sent.
 	fixed, est int
+	bud       runBudget // budget.go
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports
@@ -257,6 +260,9 @@ func (r *run) loop(user llm.Message) {
 			r.done(StopMaxTurns)
 			return
 		}
+		if !r.checkBudget() {
+			return // stopped on the budget (reported)
+		}
 		r.turns++
 		if !r.emit(EventTurnStart, TurnStartData{TurnNumber: r.turns, Model: r.a.cfg.Model}) {
 			return
@@ -292,7 +298,7 @@ func (r *run) loop(user llm.Message) {
 			TurnNumber: r.turns, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
 			CostUSD: cost, StopReason: string(res.Outcome.StopReason), Context: usage,
-		}) || !r.warn(usage) {
+		}) || !r.warn(usage) || !r.afterCall(res.Usage, cost) {
 			r.closeOrphans()
 			return
 		}

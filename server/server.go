@@ -43,6 +43,9 @@ type Config struct {
 	// Tools are listed by GET /v1/tools; nil lists the runtime's tool set
 	// as it is at each request (published workflows come and go).
 	Tools []tool.Spec
+	// Usage answers GET /v1/usage (the cost history, usage.go); nil
+	// answers 503.
+	Usage UsageSource
 	// BearerToken, when set, is required on every request but health
 	// checks and CORS preflights.
 	BearerToken string
@@ -183,6 +186,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
+	mux.Handle("GET /v1/usage", UsageHandler(cfg.Usage)) // usage.go
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

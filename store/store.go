@@ -192,5 +192,6 @@ type Store interface {
 	Schedules
 	Memories
 	Audits
+	Usage
 	Close() error
 }

@@ -41,6 +41,7 @@ type agentFlags struct {
 	yes            bool
 	policyFlags
 	promptFlags
+	budgetFlags
 	mcp mcpFlags
 	// context is the context window's management (contextflags.go).
 	context contextFlags
@@ -64,6 +65,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
 	a.promptFlags.register(f)
+	a.budgetFlags.register(f)
 	a.mcp.register(f)
 	a.context.register(f)
 }
@@ -198,6 +200,14 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 		closeAll()
 		return nil, nil, err
 	}
+	if err := a.budgetFlags.apply(env, &acfg, lines, out, a.yes); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	ledger := newUsageLedger(usageLedgerPath(env), log)
+	acfg.OnUsage = ledger.onUsage(newID("cli_"))
+	closeObsEtc := closeAll
+	closeAll = func() error { return errors.Join(closeObsEtc(), ledger.close()) }
 	ag, err := agent.New(acfg)
 	if err != nil {
 		closeAll()

@@ -44,6 +44,7 @@ clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
 			if lines.terminal {
 				ask = lines // approvals share the REPL's input
 			}
+			f.budgetFlags.session = true // the limits count the whole chat
 			a, closeModel, err := f.build(env, ask, env.stderr)
 			if err != nil {
 				return err
@@ -155,7 +156,7 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			}
 		}()
 		turns.begin(s)
-		for ev := range s.Run(runCtx, line) {
+		for ev := range s.Run(withUsageRun(runCtx), line) {
 			tr.render(ev)
 		}
 		close(ran)

@@ -108,6 +108,9 @@ func (r *textRenderer) render(ev agent.Event) {
 		r.newline()
 		fmt.Fprintf(r.errw, "context window %.0f%% full (%d of %d tokens); older context will be compacted (/compact to do it now)\n",
 			100*float64(d.UsedTokens)/float64(max(d.Limit, 1)), d.UsedTokens, d.Limit)
+	case agent.BudgetRequest, agent.BudgetDecision, agent.CostThresholdData:
+		r.newline()
+		fmt.Fprintln(r.errw, budgetLine(ev))
 	case agent.ErrorData:
 		r.newline()
 		if d.Hint != "" {

@@ -12,12 +12,11 @@ import (
 )
 
 // chatTurns is what weft chat remembers for /rewind: where each turn's
-// messages began, and the usage of the sessions a rewind replaced (an
-// agent.Session cannot be cut in place, so a rewind resumes a new one on
-// the kept messages, with the same tool state).
+// messages began (an agent.Session cannot be cut in place, so a rewind
+// resumes a new one on the kept messages, with the same tool state and
+// the spend so far: agent.Session.CarryBudget).
 type chatTurns struct {
 	starts []int
-	spent  agent.Totals
 }
 
 // begin records that a turn starts on s.
@@ -26,21 +25,15 @@ func (c *chatTurns) begin(s *agent.Session) {
 }
 
 // totals is the usage of the whole chat.
-func (c *chatTurns) totals(s *agent.Session) agent.Totals {
-	t := s.Totals()
-	t.Usage.Add(c.spent.Usage)
-	t.CostUSD += c.spent.CostUSD
-	t.Turns += c.spent.Turns
-	return t
-}
+func (c *chatTurns) totals(s *agent.Session) agent.Totals { return s.Totals() }
 
 // replace resumes a session on msgs in place of s.
 func (c *chatTurns) replace(a *agent.Agent, s *agent.Session, msgs []llm.Message) *agent.Session {
-	t := s.Totals()
-	c.spent.Usage.Add(t.Usage)
-	c.spent.CostUSD += t.CostUSD
-	c.spent.Turns += t.Turns
-	return a.ResumeSessionWith(msgs, s.ToolState())
+	// The new session carries the spend on (budgets and cost alerts
+	// count the whole chat), so totals needs nothing of its own.
+	ns := a.ResumeSessionWith(msgs, s.ToolState())
+	ns.CarryBudget(s)
+	return ns
 }
 
 // end closes the history of a run that did not finish (cancelled, or it

@@ -49,6 +49,6 @@ func newRootCmd(env environ) *cobra.Command {
 	root.SetIn(env.stdin)
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
-	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env), newServeCmd(env), newMCPCmd(env), newVersionCmd(env), newCheckpointsCmd(env))
+	root.AddCommand(newAskCmd(env), newRunCmd(env), newChatCmd(env), newToolsCmd(env), newModelsCmd(env), newServeCmd(env), newMCPCmd(env), newCostCmd(env), newVersionCmd(env), newCheckpointsCmd(env))
 	return root
 }

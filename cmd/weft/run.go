@@ -68,13 +68,17 @@ type runResult struct {
 	CostUSD    float64        `json:"cost_usd"`
 	IsError    bool           `json:"is_error"`
 	Error      string         `json:"error,omitempty"`
+	// The run's last budget_request and its answer, when it had one
+	// (budget.go).
+	BudgetRequest  *agent.BudgetRequest  `json:"budget_request,omitempty"`
+	BudgetDecision *agent.BudgetDecision `json:"budget_decision,omitempty"`
 }
 
 func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format string, showThinking bool) error {
 	tr := &textRenderer{out: env.stdout, errw: env.stderr, showThinking: showThinking}
 	var res runResult
 	var runErr error
-	for ev, err := range a.NewSession().Run(cmd.Context(), prompt) {
+	for ev, err := range a.NewSession().Run(withUsageRun(cmd.Context()), prompt) {
 		if err != nil {
 			runErr = err
 		}
@@ -86,6 +90,7 @@ func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format str
 				return err
 			}
 		}
+		res.budget(ev)
 		if d, ok := ev.Data.(agent.DoneData); ok {
 			res.Result, res.StopReason, res.TurnCount, res.Usage, res.CostUSD = d.Text, d.StopReason, d.TurnCount, d, d.CostUSD
 		}
@@ -93,6 +98,13 @@ func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format str
 	if runErr == nil && res.StopReason == agent.StopStuck {
 		// Not a success: a script must not take the last text for a result.
 		runErr = errors.New("stopped: every tool call kept failing, and the circuit breaker ended the run (see docs/operations.md)")
+		if format == "text" {
+			fmt.Fprintln(env.stderr, "error: "+runErr.Error())
+		}
+	}
+	code := 1
+	if runErr == nil && res.StopReason == agent.StopBudget {
+		code, runErr = exitBudget, res.budgetError()
 		if format == "text" {
 			fmt.Fprintln(env.stderr, "error: "+runErr.Error())
 		}
@@ -109,7 +121,7 @@ func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format str
 	}
 	if runErr != nil {
 		// Already shown (text: error line; json: in the output).
-		return &exitError{code: 1, err: runErr, quiet: format != "stream-json"}
+		return &exitError{code: code, err: runErr, quiet: format != "stream-json"}
 	}
 	if res.StopReason == agent.StopCancelled {
 		return &exitError{code: 130, err: errors.New("cancelled"), quiet: true}

@@ -62,6 +62,7 @@ type Store struct {
 	schedules map[string]record.Schedule
 	memories  map[string]*memory
 	audit     []record.AuditEntry
+	usage     []record.UsageRecord // usage.go
 
 	memorySeq int64 // insertion order of memories, for ties on CreatedAt
 	auditSeq  int64 // the last audit entry id handed out
@@ -109,7 +110,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.sessions, s.runs, s.workflows, s.schedules, s.memories, s.audit = nil, nil, nil, nil, nil, nil
+	s.sessions, s.runs, s.workflows, s.schedules, s.memories, s.audit, s.usage = nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 

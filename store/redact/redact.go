@@ -125,6 +125,12 @@ func (r *redacting) AppendAudit(ctx context.Context, entries ...record.AuditEntr
 	return r.Store.AppendAudit(ctx, secret.Redacted(r.set, entries)...)
 }
 
+// AppendUsage redacts the ids and names too: a session id is a client's
+// choice and could be anything.
+func (r *redacting) AppendUsage(ctx context.Context, recs ...record.UsageRecord) error {
+	return r.Store.AppendUsage(ctx, secret.Redacted(r.set, recs)...)
+}
+
 // batchRedacting is a redacting store over one that batches events.
 type batchRedacting struct {
 	*redacting

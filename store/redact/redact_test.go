@@ -117,6 +117,8 @@ func TestNoTableHoldsTheValue(t *testing.T) {
 	must(err)
 	must(s.AppendAudit(ctx, record.AuditEntry{SessionID: "s", ToolName: "Bash", Operation: "execute", Resource: "r " + value,
 		Outcome: "allowed", Reason: "why " + value, Extra: map[string]string{"by": "Bash(echo " + value + ")"}}))
+	must(s.AppendUsage(ctx, record.UsageRecord{SessionID: "s " + value, RunID: "r " + value, Provider: "p " + value, Model: "m " + value,
+		InputTokens: 1, CostUSD: 0.5}))
 
 	// Read back through the store: redacted, and still valid.
 	msgs, err := s.LoadMessages(ctx, "s")
@@ -210,13 +212,13 @@ func TestEveryWriteIsWrapped(t *testing.T) {
 		"GetRun": true, "ListRuns": true, "DeleteRun": true, "StepResults": true, "DeleteStepResults": true, "InterruptRuns": true,
 		"GetWorkflow": true, "DeleteWorkflow": true, "ListWorkflows": true,
 		"GetSchedule": true, "DeleteSchedule": true, "ListSchedules": true,
-		"ListMemories": true, "DeleteMemory": true, "ListAudit": true, "Close": true,
+		"ListMemories": true, "DeleteMemory": true, "ListAudit": true, "QueryUsage": true, "Close": true,
 	}
 	wrapped := map[string]bool{
 		"CreateSession": true, "UpdateSession": true, "AppendMessages": true, "ReplaceMessages": true, "AppendEvents": true,
 		"CreateRun": true, "UpdateRun": true, "PutStepResult": true, "RunEvents": true,
 		"CreateWorkflow": true, "UpdateWorkflow": true, "CreateSchedule": true, "UpdateSchedule": true,
-		"AddMemory": true, "AppendAudit": true,
+		"AddMemory": true, "AppendAudit": true, "AppendUsage": true,
 	}
 	it := reflect.TypeFor[store.Store]()
 	for i := range it.NumMethod() {
@@ -245,6 +247,7 @@ func TestEveryWriteIsWrapped(t *testing.T) {
 	_ = s.UpdateSchedule(ctx, record.Schedule{LastTaskID: value})
 	_, _ = s.AddMemory(ctx, record.Memory{Text: value})
 	_ = s.AppendAudit(ctx, record.AuditEntry{Reason: value})
+	_ = s.AppendUsage(ctx, record.UsageRecord{SessionID: value, Model: value})
 	if len(rec.got) != len(wrapped) {
 		t.Fatalf("%d writes recorded, want %d", len(rec.got), len(wrapped))
 	}
@@ -315,6 +318,10 @@ func (r *recorder) AddMemory(_ context.Context, x record.Memory) (record.Memory,
 	return x, nil
 }
 func (r *recorder) AppendAudit(_ context.Context, x ...record.AuditEntry) error {
+	r.got = append(r.got, x)
+	return nil
+}
+func (r *recorder) AppendUsage(_ context.Context, x ...record.UsageRecord) error {
 	r.got = append(r.got, x)
 	return nil
 }

@@ -45,7 +45,10 @@
 //   - list methods return empty, non-nil slices when nothing matches;
 //   - audit entries outlive their session;
 //   - ListOpenTurns follows the turn framing however the events were
-//     appended (one per call, several, batched).
+//     appended (one per call, several, batched);
+//   - usage records outlive their session; an invalid record fails its
+//     whole batch; groups come back ordered by key, costs summed to
+//     within float rounding.
 package storetest
 
 import (
@@ -123,6 +126,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditLimits", testAuditLimits},
 		{"AuditConcurrent", testAuditConcurrent},
 		{"TextBytes", testTextBytes},
+		{"Usage", testUsage},
+		{"UsageConcurrent", testUsageConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
