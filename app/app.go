@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/memory"
@@ -82,6 +83,9 @@ type Config struct {
 	Context                           compact.Config
 	CompactModel                      string
 	ContextWindow, MaxContextMessages int
+	// Budget is every session turn's default budget (a request's
+	// max_budget_usd / max_tokens_total replace its limits).
+	Budget agent.Budget
 	// Memory enables cross-session memory: the memory tools, and relevant
 	// memories given to the planner.
 	Memory bool
@@ -215,6 +219,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Sessions, err = session.New(session.Config{Store: st, Models: cfg.Models, DefaultModel: cfg.DefaultModel, Tools: tools,
 		System: cfg.System, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Observer: cfg.Observer, Logger: a.log,
+		Usage: st, Budget: cfg.Budget,
 		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages})
 	if err != nil {
 		return nil, err
@@ -275,6 +280,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	scfg := cfg.Server
 	scfg.Runtime, scfg.Runs, scfg.Background = a.Sessions, a.Runs, a.Background
+	if scfg.Usage == nil {
+		scfg.Usage = st
+	}
 	if scfg.Logger == nil {
 		scfg.Logger = a.log
 	}

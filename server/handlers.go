@@ -88,6 +88,8 @@ type turnRequest struct {
 	// Thinking is none, low, medium, high or xhigh (the WebSocket's chat
 	// option, accepted here too).
 	Thinking string `json:"thinking"`
+	// The turn's budget, in place of the server's default (budget.go).
+	BudgetFields
 }
 
 // validate returns what is wrong with the request, "" when nothing.
@@ -108,12 +110,16 @@ func (q *turnRequest) validate() string {
 	if _, ok := llm.ParseThinkingLevel(q.Thinking); !ok {
 		return fmt.Sprintf("thinking %s: want none, low, medium, high or xhigh", quote(q.Thinking))
 	}
+	if err := q.BudgetFields.Validate(); err != nil {
+		return err.Error()
+	}
 	return ""
 }
 
 func (q *turnRequest) options() session.TurnOptions {
 	return session.TurnOptions{Model: q.Model, SystemPrompt: q.SystemPrompt, MaxTurns: q.MaxTurns,
-		StopSequences: q.StopSequences, Thinking: q.Thinking}
+		StopSequences: q.StopSequences, Thinking: q.Thinking,
+		MaxBudgetUSD: q.MaxBudgetUSD, MaxTokensTotal: q.MaxTokensTotal}
 }
 
 func (s *Server) decodeTurn(w http.ResponseWriter, r *http.Request) (turnRequest, bool) {

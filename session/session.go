@@ -104,6 +104,13 @@ type Config struct {
 	// Observer receives what each turn's agent does (model calls, tool
 	// calls, permission decisions; package observe); nil means none.
 	Observer observe.Observer
+	// Usage, when set, keeps every model call's usage and cost (the cost
+	// history behind GET /v1/usage), and restores a session's totals when
+	// a turn resumes it.
+	Usage UsageStore
+	// Budget is every turn's default budget (agent.Config.Budget): the
+	// limits count the turn; a breach ends it with stop_reason "budget".
+	Budget agent.Budget
 	// Approvals is the broker of the questions turns ask (permission
 	// requests, checkpoints); the run service may share it. nil means a
 	// broker of the session service's own.
@@ -133,6 +140,10 @@ type TurnOptions struct {
 	MaxTurns      int      `json:"max_turns,omitempty"`
 	StopSequences []string `json:"stop_sequences,omitempty"`
 	Thinking      string   `json:"thinking,omitempty"`
+	// MaxBudgetUSD and MaxTokensTotal replace Config.Budget's limits for
+	// this turn when set (0: none).
+	MaxBudgetUSD   *float64 `json:"max_budget_usd,omitempty"`
+	MaxTokensTotal *int     `json:"max_tokens_total,omitempty"`
 }
 
 // Service owns the live sessions.

@@ -98,6 +98,7 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 		state = l.tools.ToolState()
 	}
 	s := a.ResumeSessionWith(l.history, state)
+	rt.restoreTotals(ctx, s, l.id)
 	l.tools = s
 	w := rt.newWriter(l)
 	l.mu.Lock()
@@ -179,7 +180,10 @@ func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: rt.cfg.Tools,
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
-		Observer: rt.cfg.Observer,
+		Observer: rt.cfg.Observer, Budget: rt.budget(opt),
+	}
+	if rt.cfg.Usage != nil {
+		cfg.OnUsage = usageRecorder(rt.cfg.Usage, l.id, "", rt.log)
 	}
 	if err := rt.contextConfig(&cfg); err != nil {
 		return nil, err

@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,11 +18,8 @@ import (
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
-	"github.com/weft-run/weft/llm/anthropic"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/record"
-	"github.com/weft-run/weft/server"
-	"github.com/weft-run/weft/store/memstore"
 )
 
 // budgetScripts are a Read of a file (6000 in, about what weft's system
@@ -262,41 +257,59 @@ func TestCostAgreesWithTurnEnds(t *testing.T) {
 	}
 }
 
-// TestCostFromServer: calls recorded in a store by the session's
-// OnUsage (storeUsageRecorder) come back through GET /v1/usage and weft
-// cost --server with the sum of the turn_end costs; the bearer token is
-// sent.
+// TestCostFromServer: a real weft serve records every model call of its
+// session turns in the store's cost history; GET /v1/usage and weft cost
+// --server agree with the sum of the turn_end costs the streams carried,
+// and the bearer token is sent. A request's max_budget_usd ends its turn
+// with stop_reason "budget" before the call that would pass it.
 func TestCostFromServer(t *testing.T) {
 	t.Parallel()
-	db := memstore.New()
-	t.Cleanup(func() { _ = db.Close() })
 	fake := llmtest.NewAnthropic(t)
-	_, ws := budgetEnv(t, fake)
+	envm, ws := budgetEnv(t, fake)
+	const token = "cost-test-token-0123456789abcdef"
+	env := []string{"ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=" + fake.URL}
+	p := startServe(t, env, "--db", filepath.Join(ws, "weft.db"), "--workspace", ws, "--model", "anthropic:claude-sonnet-4-5",
+		"--permission-mode", "bypass", "--bearer-token", token, "--no-checkpoints")
+	auth := []string{"Authorization", "Bearer " + token}
 	var want float64
-	for i, sid := range []string{"s1", "s2"} {
+	for _, sid := range []string{"s1", "s2"} {
 		budgetScripts(fake, ws)
-		a, err := agent.New(agent.Config{Provider: anthropic.New(anthropic.Config{Endpoint: llm.Endpoint{BaseURL: fake.URL, APIKey: "k"}}),
-			Model: "claude-sonnet-4-5", OnUsage: storeUsageRecorder(db, sid, fmt.Sprint("run", i), slog.Default())})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ev := range a.Run(context.Background(), "go") {
-			if d, ok := ev.Data.(agent.TurnEndData); ok {
+		p.expect("POST", "/v1/sessions", `{"session_id":"`+sid+`"}`, 201, auth...)
+		resp := p.request("POST", "/v1/sessions/"+sid+"/messages", `{"prompt":"go"}`, auth...)
+		fs, _ := frames(t, resp, func(f frame) bool { return f.event == "done" })
+		resp.Body.Close()
+		for _, f := range fs {
+			if f.event == "turn_end" {
+				var d struct {
+					CostUSD float64 `json:"cost_usd"`
+				}
+				if err := json.Unmarshal([]byte(f.data), &d); err != nil {
+					t.Fatal(err)
+				}
 				want += d.CostUSD
 			}
 		}
 	}
-	var mu sync.Mutex
-	var auth []string
-	h := server.UsageHandler(db)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		auth = append(auth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	stdout, stderr, err := run(t, map[string]string{"WEFT_BEARER_TOKEN": "tok"}, "", "cost", "--server", srv.URL, "--format", "json")
+	if want == 0 {
+		t.Fatal("no turn_end cost")
+	}
+	// A per-request budget: the first call ($0.02 at these counts) passes
+	// $0.001, so the turn stops before it.
+	budgetScripts(fake, ws)
+	p.expect("POST", "/v1/sessions", `{"session_id":"s3"}`, 201, auth...)
+	resp := p.request("POST", "/v1/sessions/s3/messages", `{"prompt":"go","max_budget_usd":0.001}`, auth...)
+	fs, _ := frames(t, resp, func(f frame) bool { return f.event == "done" })
+	resp.Body.Close()
+	if done := fs[len(fs)-1]; done.event != "done" || !strings.Contains(done.data, `"stop_reason":"budget"`) {
+		t.Fatalf("turn with max_budget_usd 0.001: %s", eventNames(fs))
+	}
+	p.expect("POST", "/v1/sessions/s4/messages", `{"prompt":"go","max_budget_usd":-1}`, 400, auth...)
+
+	m := p.expect("GET", "/v1/usage?group_by=session", "", 200, auth...)
+	if !strings.Contains(toJSON(t, m), `"s1"`) || !strings.Contains(toJSON(t, m), `"s2"`) {
+		t.Fatalf("usage by session: %v", m)
+	}
+	stdout, stderr, err := run(t, map[string]string{"WEFT_BEARER_TOKEN": token, "HOME": envm["HOME"]}, "", "cost", "--server", p.url, "--format", "json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -305,15 +318,10 @@ func TestCostFromServer(t *testing.T) {
 		t.Fatalf("%v: %s", err, stdout)
 	}
 	if rep.Total.Calls != 4 || math.Abs(rep.Total.CostUSD-want) > 1e-9 || math.Abs(rep.Last24h.CostUSD-want) > 1e-9 {
-		t.Fatalf("report %+v, want $%v", rep, want)
+		t.Fatalf("report %+v, want 4 calls, $%v", rep, want)
 	}
 	if len(rep.BySession) != 2 || len(rep.ByModel) != 1 {
 		t.Fatalf("report %+v", rep)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(auth) != 5 || auth[0] != "Bearer tok" {
-		t.Fatalf("authorization headers %q", auth)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/app"
 	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/llm"
@@ -70,6 +72,9 @@ type serveFlags struct {
 	// tools to what it exposes (mcpserve.go).
 	serveMCP bool
 	mcpTools string
+	// Every turn's default budget (budget.go).
+	maxBudgetUSD   float64
+	maxTokensTotal int
 	// stdio: `weft mcp serve`, MCP on stdin/stdout instead of HTTP.
 	stdio bool
 	policyFlags
@@ -153,6 +158,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
+	fs.Float64Var(&f.maxBudgetUSD, "max-budget-usd", 0, "default budget of every session turn in US dollars at list prices (0: none); a request's max_budget_usd replaces it; a breach ends the turn with stop_reason \"budget\"")
+	fs.IntVar(&f.maxTokensTotal, "max-tokens-total", 0, "default limit on all tokens of a session turn's model calls (0: none); a request's max_tokens_total replaces it")
 	fs.BoolVar(&f.serveMCP, "mcp", false, "serve weft as an MCP server at /mcp (streamable HTTP, behind --bearer-token like the API): published workflows as tools (docs/mcp.md)")
 	fs.StringVar(&f.mcpTools, "mcp-tools", "", "builtin tools the MCP server exposes besides the workflows, comma-separated (e.g. Read,Grep,Glob), under the server's policy; \"\" for none")
 	fs.StringVar(&f.uiDir, "ui-dir", "", "serve the web UI from this directory (a development build, e.g. web/dist) instead of the embedded one")
@@ -467,6 +474,10 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if gauges != nil {
 		acfg.Gauges = gauges
 	}
+	if f.maxBudgetUSD < 0 || math.IsNaN(f.maxBudgetUSD) || math.IsInf(f.maxBudgetUSD, 0) || f.maxTokensTotal < 0 {
+		return fmt.Errorf("--max-budget-usd %v / --max-tokens-total %d: want non-negative amounts", f.maxBudgetUSD, f.maxTokensTotal)
+	}
+	acfg.Budget = agent.Budget{MaxUSD: f.maxBudgetUSD, MaxTokens: f.maxTokensTotal}
 	if err := f.context.appConfig(env, &acfg); err != nil {
 		return err
 	}
