@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/agent"
-	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/compact"
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/llm"
