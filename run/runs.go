@@ -1,3 +1,9 @@
+// Package run is the run service: plan-and-execute runs (planning, plan
+// and step approval gates, steps through the policy pipeline, their event
+// log), saved workflows (CRUD, published as tools), batches, replay
+// (resume, fork, rewind) and the background work that starts runs (task
+// registry and scheduler: Background). Its questions and gates go through
+// the approval broker it shares with the session service.
 package run
 
 import (
@@ -327,7 +333,7 @@ var errCancelled = errors.New("cancelled")
 // workflows are registered as tools.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Runs == nil {
-		return nil, errors.New("runtime: Config.Runs is required")
+		return nil, errors.New("run: Config.Runs is required")
 	}
 	if cfg.PermissionTimeout <= 0 {
 		cfg.PermissionTimeout = approval.DefaultTimeout
@@ -359,7 +365,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	ids, err := cfg.Runs.InterruptRuns(ctx)
 	if err != nil {
 		stop()
-		return nil, fmt.Errorf("runtime: marking interrupted runs: %w", err)
+		return nil, fmt.Errorf("run: marking interrupted runs: %w", err)
 	}
 	for _, id := range ids {
 		if _, err := m.emit(ctx, id, RunEventInterrupted, map[string]string{"message": "interrupted: the server stopped while the run was live; resume it to go on"}); err != nil {
@@ -374,7 +380,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		wfs, err := cfg.Workflows.ListWorkflows(ctx, true)
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("runtime: loading published workflows: %w", err)
+			return nil, fmt.Errorf("run: loading published workflows: %w", err)
 		}
 		for _, w := range wfs {
 			if err := m.registerTool(w); err != nil {
@@ -756,7 +762,7 @@ func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only our own plain types reach here.
-		panic(fmt.Sprintf("runtime: encoding %T: %v", v, err))
+		panic(fmt.Sprintf("run: encoding %T: %v", v, err))
 	}
 	return b
 }

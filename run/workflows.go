@@ -55,7 +55,7 @@ func NewWorkflowID() string { return "wf_" + randHex(6) }
 
 func (m *Service) workflows() (store.Workflows, error) {
 	if m.cfg.Workflows == nil {
-		return nil, errors.New("runtime: this server keeps no saved workflows (Config.Workflows is nil)")
+		return nil, errors.New("run: this server keeps no saved workflows (Config.Workflows is nil)")
 	}
 	return m.cfg.Workflows, nil
 }

@@ -27,7 +27,7 @@ const StopInterrupted = event.StopInterrupted
 func (rt *Service) recoverTurns(ctx context.Context) error {
 	open, err := rt.cfg.Store.ListOpenTurns(ctx)
 	if err != nil {
-		return fmt.Errorf("runtime: finding turns a crash cut off: %w", err)
+		return fmt.Errorf("session: finding turns a crash cut off: %w", err)
 	}
 	for _, ot := range open {
 		if err := rt.recoverSession(ctx, ot); err != nil {

@@ -1,9 +1,10 @@
-// Package runtime runs agent sessions for long-lived front doors (the HTTP
-// server, the WebSocket, later the UI): it owns the sessions, persists
+// Package session is the session service for long-lived front doors (the
+// HTTP server, the WebSocket, the UI): it owns the sessions, persists
 // their conversation and every event to the store, runs one turn at a time
-// per session in the background, and brokers permission requests between
-// a running turn and whoever answers them. Front doors only call this
-// package; none of them touches the store or the agent directly.
+// per session in the background, and asks a running turn's questions
+// (permission requests, checkpoints) through the approval broker it shares
+// with the run service. Front doors only call this package (and package
+// run); none of them touches the store or the agent directly.
 package session
 
 import (
@@ -69,9 +70,19 @@ type ModelResolver interface {
 	Resolve(spec string) (llm.Provider, llm.ModelInfo, error)
 }
 
-// Config is a runtime. Store, Models and DefaultModel are required.
+// Store is what the session service needs of a store: session headers,
+// their conversations, their event logs and the turn framing. A
+// store.Store satisfies it.
+type Store interface {
+	store.Sessions
+	store.Messages
+	store.Events
+	store.Turns
+}
+
+// Config is a session service. Store and Models are required.
 type Config struct {
-	Store        store.Store
+	Store        Store
 	Models       ModelResolver
 	DefaultModel string
 	// Tools is the tool set every session gets; nil means none.
@@ -222,7 +233,7 @@ type queued struct {
 // New starts a runtime over cfg.Store.
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Models == nil {
-		return nil, errors.New("runtime: Config.Store and Config.Models are required")
+		return nil, errors.New("session: Config.Store and Config.Models are required")
 	}
 	if cfg.Policy == nil {
 		cfg.Policy = &policy.Policy{}
@@ -590,7 +601,7 @@ func (rt *Service) appendTo(ctx context.Context, l *live, typ string, data any) 
 
 // sessionEvents is the store's session event log as the event log reads
 // it: a session's last seq is in its header.
-func sessionEvents(st store.Store) eventlog.Store {
+func sessionEvents(st Store) eventlog.Store {
 	return eventlog.WithLastSeq(st, func(ctx context.Context, id string) (int64, error) {
 		s, err := st.GetSession(ctx, id)
 		return s.LastSeq, err
