@@ -42,8 +42,8 @@ type Session struct {
 	cacheKey string
 	// cw is the context window's management (context.go): messages is
 	// its view, what the model is sent.
-	cw contextState
-	budget   budgetState // budget.go
+	cw     contextState
+	budget budgetState // budget.go
 }
 
 // Totals are a session's cumulative usage and cost.
@@ -191,7 +191,7 @@ type run struct {
 	// fixed and est are the estimates (compact.Estimate*) of the system
 	// prompt and tools, and of the request being sent.
 	fixed, est int
-	bud       runBudget // budget.go
+	bud        runBudget // budget.go
 }
 
 // emit yields ev; once the consumer stops, it cancels the run and reports

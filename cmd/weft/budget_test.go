@@ -25,10 +25,14 @@ import (
 // budgetScripts are a Read of a file (6000 in, about what weft's system
 // prompt and tools are, 200 out: $0.021 at claude-sonnet-4-5's $3/$15)
 // and an answer.
-func budgetScripts(fake *llmtest.Server, ws string) {
+func budgetScripts(fake *llmtest.Server, ws string) { budgetScriptsIn(fake, ws, 6000) }
+
+// budgetScriptsIn is budgetScripts with the first call reporting in input
+// tokens.
+func budgetScriptsIn(fake *llmtest.Server, ws string, in int) {
 	fake.Push(
 		llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("c1", "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(ws, "a.txt")))},
-			Usage: llm.Usage{InputTokens: 6000, OutputTokens: 200}},
+			Usage: llm.Usage{InputTokens: in, OutputTokens: 200}},
 		llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock("alpha")}, Usage: llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 6000}},
 	)
 }
@@ -42,6 +46,22 @@ func budgetEnv(t *testing.T, fake *llmtest.Server) (map[string]string, string) {
 	return map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": fake.URL, "WEFT_WORKSPACE": ws, "HOME": t.TempDir()}, ws
 }
 
+// budgetProbe is what weft run estimates its first model call at (the
+// whole prompt: weft's system prompt and tool list, which grow as weft
+// does), in dollars and tokens: the limits below are set from it, so that
+// the first call fits them and the first two do not.
+func budgetProbe(t *testing.T) (usd float64, tokens int) {
+	t.Helper()
+	fake := llmtest.NewAnthropic(t)
+	env, _ := budgetEnv(t, fake)
+	stdout, _, _ := run(t, env, "", "run", "--yes", "--format", "json", "--model", "anthropic:claude-sonnet-4-5", "--max-budget-usd", "0.000001", "read a.txt")
+	var res runResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.BudgetRequest == nil {
+		t.Fatalf("probe: %v: %s", err, stdout)
+	}
+	return res.BudgetRequest.EstimateUSD, res.BudgetRequest.EstimateTokens
+}
+
 // TestRunStopsOnItsBudget: weft run --max-budget-usd 0.01 makes one model
 // call ($0.009) and stops before the second, which would pass the budget:
 // exit code 3, stop_reason budget, and the budget_request in --format
@@ -49,6 +69,8 @@ func budgetEnv(t *testing.T, fake *llmtest.Server) (map[string]string, string) {
 // ends normally.
 func TestRunStopsOnItsBudget(t *testing.T) {
 	t.Parallel()
+	estUSD, estTokens := budgetProbe(t)
+	usd, toks := fmt.Sprint(estUSD*1.25), fmt.Sprint(estTokens*5/4)
 	tests := []struct {
 		name     string
 		args     []string
@@ -58,14 +80,15 @@ func TestRunStopsOnItsBudget(t *testing.T) {
 		stop     string
 	}{
 		// The first call's estimate (the whole prompt at the cache-write
-		// rate: about $0.03) is over $0.01: nothing is sent.
-		{name: "one cent", args: []string{"--max-budget-usd", "0.01"}, format: "json", requests: 0, stop: agent.StopBudget},
-		// The first call fits $0.035; the second (about $0.02 more) not.
-		{name: "json", args: []string{"--max-budget-usd", "0.035"}, format: "json", requests: 1, stop: agent.StopBudget},
-		{name: "stream-json", args: []string{"--max-budget-usd", "0.035"}, format: "stream-json", requests: 1, stop: agent.StopBudget},
-		{name: "tokens", args: []string{"--max-tokens-total", "9000"}, format: "json", requests: 1, stop: agent.StopBudget},
-		{name: "env", env: map[string]string{"WEFT_MAX_BUDGET_USD": "0.035"}, format: "json", requests: 1, stop: agent.StopBudget},
-		{name: "enough", args: []string{"--max-budget-usd", "0.1"}, format: "json", requests: 2, stop: agent.StopEndTurn},
+		// rate) is over $0.000001: nothing is sent.
+		{name: "one cent", args: []string{"--max-budget-usd", "0.000001"}, format: "json", requests: 0, stop: agent.StopBudget},
+		// The first call fits 1.25 times its estimate; the second (the
+		// first's prompt again, and more) not.
+		{name: "json", args: []string{"--max-budget-usd", usd}, format: "json", requests: 1, stop: agent.StopBudget},
+		{name: "stream-json", args: []string{"--max-budget-usd", usd}, format: "stream-json", requests: 1, stop: agent.StopBudget},
+		{name: "tokens", args: []string{"--max-tokens-total", toks}, format: "json", requests: 1, stop: agent.StopBudget},
+		{name: "env", env: map[string]string{"WEFT_MAX_BUDGET_USD": usd}, format: "json", requests: 1, stop: agent.StopBudget},
+		{name: "enough", args: []string{"--max-budget-usd", "10"}, format: "json", requests: 2, stop: agent.StopEndTurn},
 		{name: "none", format: "json", requests: 2, stop: agent.StopEndTurn},
 	}
 	for _, tt := range tests {
@@ -73,7 +96,7 @@ func TestRunStopsOnItsBudget(t *testing.T) {
 			t.Parallel()
 			fake := llmtest.NewAnthropic(t)
 			env, ws := budgetEnv(t, fake)
-			budgetScripts(fake, ws)
+			budgetScriptsIn(fake, ws, estTokens)
 			for k, v := range tt.env {
 				env[k] = v
 			}
@@ -379,11 +402,12 @@ func TestLedgerSurvivesAPartialLine(t *testing.T) {
 // next line stops before any (no terminal to ask: --yes or a pipe).
 func TestChatBudgetCountsTheWholeChat(t *testing.T) {
 	t.Parallel()
+	estUSD, estTokens := budgetProbe(t)
 	fake := llmtest.NewAnthropic(t)
 	env, ws := budgetEnv(t, fake)
-	budgetScripts(fake, ws)
-	budgetScripts(fake, ws)
-	_, stderr, err := run(t, env, "read a.txt\nand again\n/cost\n", "chat", "--yes", "--max-budget-usd", "0.035", "--model", "anthropic:claude-sonnet-4-5")
+	budgetScriptsIn(fake, ws, estTokens)
+	budgetScriptsIn(fake, ws, estTokens)
+	_, stderr, err := run(t, env, "read a.txt\nand again\n/cost\n", "chat", "--yes", "--max-budget-usd", fmt.Sprint(estUSD*1.25), "--model", "anthropic:claude-sonnet-4-5")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}

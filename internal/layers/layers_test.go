@@ -29,12 +29,17 @@ var ranks = map[string]int{
 	// The policy stages, the tools that need them, plans, prompts, the
 	// event log.
 	"policy": 4, "tool/builtin": 4, "tool/mcp": 4, "plan": 4, "vision": 4, "prompt": 4, "eventlog": 4, "memory": 4,
+	"compact": 4,
 	// The agent loop.
 	"agent": 5,
+	// Workspace checkpoints: a policy stage over git.
+	"checkpoint": 5,
 	// The services.
 	"session": 6, "run": 6, "task": 6, "schedule": 6,
+	// The Agent tool: sub-agents as tools and tasks.
+	"subagent": 6,
 	// Front doors.
-	"server": 7, "web": 7,
+	"server": 7, "web": 7, "mcpserver": 7,
 	// The composition root.
 	"app": 8,
 	// Programs.
