@@ -136,6 +136,10 @@ type Server struct {
 	// closing is cancelled by Close: every open stream (SSE, WebSocket)
 	// ends cleanly when it is.
 	closing      context.Context
+	// streams counts the SSE streams being served: Close waits for them
+	// to deliver what exists (the done events of cancelled turns) before
+	// the caller closes what they read from.
+	streams sync.WaitGroup
 	closeStreams context.CancelFunc
 }
 
@@ -235,11 +239,26 @@ func apiPath(p string) bool {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close ends every open event stream and WebSocket cleanly. Call it on
-// shutdown after runtime.Shutdown (so that turn streams get their done
-// event first) and before or while http.Server.Shutdown waits: a stream
-// that follows a session live never ends by itself. Close is idempotent;
+// shutdown after the session service's Shutdown (so that turn streams get
+// their done event first) and before or while http.Server.Shutdown waits:
+// a stream that follows a session live never ends by itself. It returns
+// once the streams have delivered what exists (bounded), so that the
+// store they read from may close after it. Close is idempotent;
 // requests after it still work, but streams they open end at once.
-func (s *Server) Close() { s.closeStreams() }
+func (s *Server) Close() {
+	s.closeStreams()
+	// Each stream drains for at most closeDrainTimeout after this; the
+	// caller then closes the store and event log they read from.
+	done := make(chan struct{})
+	go func() { s.streams.Wait(); close(done) }()
+	t := time.NewTimer(closeDrainTimeout + time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("event streams still open after the drain timeout")
+	}
+}
 
 // route dispatches to the mux, answering unknown paths and wrong methods
 // with the error JSON instead of the mux's plain text.

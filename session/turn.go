@@ -136,6 +136,14 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 	}
 	if !saved {
 		save(false)
+		// Every turn ends with done, whatever the engine did: a client
+		// following the stream must learn that this one is over.
+		reason := agent.StopError
+		if ctx.Err() != nil {
+			reason = agent.StopCancelled
+		}
+		rt.log.Warn("the turn ended without a done event; adding one", "session", l.id, "stop_reason", reason)
+		w.push(string(agent.EventDone), agent.DoneData{StopReason: reason})
 	}
 }
 
