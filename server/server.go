@@ -135,11 +135,11 @@ type Server struct {
 
 	// closing is cancelled by Close: every open stream (SSE, WebSocket)
 	// ends cleanly when it is.
-	closing      context.Context
+	closing context.Context
 	// streams counts the SSE streams being served: Close waits for them
 	// to deliver what exists (the done events of cancelled turns) before
 	// the caller closes what they read from.
-	streams sync.WaitGroup
+	streams      sync.WaitGroup
 	closeStreams context.CancelFunc
 }
 
