@@ -35,6 +35,7 @@ import (
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/store/internal/keyset"
 )
 
 // ErrClosed is returned by every call after Close.
@@ -302,7 +303,7 @@ func (s *Store) ListSessions(ctx context.Context, opt record.ListOptions) (recor
 	defer unlock()
 	all := make([]*session, 0, len(s.sessions))
 	for _, x := range s.sessions {
-		if after == nil || after.follows(x.hdr.CreatedAt, x.hdr.ID) {
+		if after == nil || after.Follows(x.hdr.CreatedAt, x.hdr.ID) {
 			all = append(all, x)
 		}
 	}
@@ -313,7 +314,7 @@ func (s *Store) ListSessions(ctx context.Context, opt record.ListOptions) (recor
 	}
 	if len(all) > limit {
 		last := page.Sessions[limit-1]
-		page.NextCursor = encodeCursor(cursor{createdAt: last.CreatedAt.UnixNano(), id: last.ID})
+		page.NextCursor = encodeCursor(keyset.After(last.CreatedAt, last.ID))
 	}
 	return page, nil
 }

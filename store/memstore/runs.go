@@ -10,6 +10,7 @@ import (
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/store/internal/keyset"
 )
 
 type run struct {
@@ -146,7 +147,7 @@ func (s *Store) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage
 	for _, x := range s.runs {
 		if (q.Status == "" || x.hdr.Status == q.Status) &&
 			(needle == "" || strings.Contains(runSearch(x.hdr), needle)) &&
-			(after == nil || after.follows(x.hdr.CreatedAt, x.hdr.ID)) {
+			(after == nil || after.Follows(x.hdr.CreatedAt, x.hdr.ID)) {
 			match = append(match, x)
 		}
 	}
@@ -157,7 +158,7 @@ func (s *Store) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage
 	}
 	if len(match) > limit {
 		last := page.Runs[limit-1]
-		page.NextCursor = encodeCursor(cursor{createdAt: last.CreatedAt.UnixNano(), id: last.ID})
+		page.NextCursor = encodeCursor(keyset.After(last.CreatedAt, last.ID))
 	}
 	return page, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/store/internal/keyset"
 )
 
 const runColumns = `id, goal, status, plan, config, inputs, files, posture,
@@ -132,7 +133,7 @@ func (db *DB) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage, 
 		}
 		rows, err = db.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE `+filter+`
 			AND (created_at, id) < ($4, $5) ORDER BY created_at DESC, id DESC LIMIT $3`,
-			q.Status, needle, limit+1, c.createdAt, c.id)
+			q.Status, needle, limit+1, c.CreatedAt, c.ID)
 	}
 	if err != nil {
 		return record.RunPage{}, fmt.Errorf("postgres: list runs: %w", err)
@@ -146,7 +147,7 @@ func (db *DB) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage, 
 		}
 		if len(page.Runs) == limit {
 			last := page.Runs[limit-1]
-			page.NextCursor = encodeCursor(cursor{createdAt: last.CreatedAt.UnixNano(), id: last.ID})
+			page.NextCursor = encodeCursor(keyset.After(last.CreatedAt, last.ID))
 			break
 		}
 		page.Runs = append(page.Runs, r)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/store/internal/keyset"
 )
 
 const sessionColumns = `id, created_at, updated_at, title, metadata, message_count, last_seq`
@@ -71,7 +72,7 @@ func (db *DB) ListSessions(ctx context.Context, opt record.ListOptions) (record.
 			return record.SessionPage{}, cerr
 		}
 		rows, err = db.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions
-			WHERE (created_at, id) < ($1, $2) ORDER BY created_at DESC, id DESC LIMIT $3`, c.createdAt, c.id, limit+1)
+			WHERE (created_at, id) < ($1, $2) ORDER BY created_at DESC, id DESC LIMIT $3`, c.CreatedAt, c.ID, limit+1)
 	}
 	if err != nil {
 		return record.SessionPage{}, fmt.Errorf("postgres: list sessions: %w", err)
@@ -85,7 +86,7 @@ func (db *DB) ListSessions(ctx context.Context, opt record.ListOptions) (record.
 		}
 		if len(page.Sessions) == limit {
 			last := page.Sessions[limit-1]
-			page.NextCursor = encodeCursor(cursor{createdAt: last.CreatedAt.UnixNano(), id: last.ID})
+			page.NextCursor = encodeCursor(keyset.After(last.CreatedAt, last.ID))
 			break
 		}
 		page.Sessions = append(page.Sessions, s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
+	"github.com/weft-run/weft/store/internal/keyset"
 )
 
 // runSearch is what RunQuery.Q is matched against: goal, summary and error,
@@ -117,7 +118,7 @@ func (db *DB) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage, 
 		if cerr != nil {
 			return record.RunPage{}, cerr
 		}
-		rows, err = db.st.listRunsAfter.QueryContext(ctx, q.Status, needle, limit+1, c.createdAt, c.id)
+		rows, err = db.st.listRunsAfter.QueryContext(ctx, q.Status, needle, limit+1, c.CreatedAt, c.ID)
 	}
 	if err != nil {
 		return record.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
@@ -131,7 +132,7 @@ func (db *DB) ListRuns(ctx context.Context, q record.RunQuery) (record.RunPage, 
 		}
 		if len(page.Runs) == limit {
 			last := page.Runs[limit-1]
-			page.NextCursor = encodeCursor(cursor{createdAt: last.CreatedAt.UnixNano(), id: last.ID})
+			page.NextCursor = encodeCursor(keyset.After(last.CreatedAt, last.ID))
 			break
 		}
 		page.Runs = append(page.Runs, r)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/store/internal/keyset"
 )
 
 const (
@@ -125,7 +126,7 @@ func (db *DB) ListSessions(ctx context.Context, opt record.ListOptions) (record.
 		if cerr != nil {
 			return record.SessionPage{}, cerr
 		}
-		rows, err = db.st.listAfter.QueryContext(ctx, c.createdAt, c.id, limit+1)
+		rows, err = db.st.listAfter.QueryContext(ctx, c.CreatedAt, c.ID, limit+1)
 	}
 	if err != nil {
 		return record.SessionPage{}, fmt.Errorf("sqlite: list sessions: %w", err)
@@ -139,7 +140,7 @@ func (db *DB) ListSessions(ctx context.Context, opt record.ListOptions) (record.
 		}
 		if len(page.Sessions) == limit {
 			last := page.Sessions[limit-1]
-			page.NextCursor = encodeCursor(cursor{createdAt: last.CreatedAt.UnixNano(), id: last.ID})
+			page.NextCursor = encodeCursor(keyset.After(last.CreatedAt, last.ID))
 			break
 		}
 		page.Sessions = append(page.Sessions, s)
