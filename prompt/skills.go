@@ -12,8 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/weft-run/weft/internal/frontmatter"
 	"github.com/weft-run/weft/internal/realpath"
 )
 
@@ -183,30 +182,22 @@ func readSkill(path, dir string, r skillRoot) (Skill, string, error) {
 	if cut {
 		return Skill{}, "", fmt.Errorf("larger than %d KiB; a skill's instructions should be short, with details in files of their own", maxSkillFile>>10)
 	}
-	yamlText, body, err := splitFrontMatter(text)
+	meta, body, err := frontmatter.Parse(text)
 	if err != nil {
 		return Skill{}, "", err
 	}
-	meta, err := parseYAMLMapping(yamlText)
-	if err != nil {
-		loose, ok := parseLoose(yamlText)
-		if !ok {
-			return Skill{}, "", err
-		}
-		meta = loose
-	}
 	sk := Skill{Dir: dir, Path: path, User: r.user}
-	sk.Name, err = stringField(meta, "name")
+	sk.Name, err = frontmatter.String(meta, "name")
 	if err != nil {
 		return Skill{}, "", err
 	}
 	if sk.Name == "" {
 		sk.Name = filepath.Base(dir)
 	}
-	if err := validSkillName(sk.Name); err != nil {
+	if err := frontmatter.CheckName("skill", sk.Name, maxSkillName); err != nil {
 		return Skill{}, "", err
 	}
-	if sk.Description, err = stringField(meta, "description"); err != nil {
+	if sk.Description, err = frontmatter.String(meta, "description"); err != nil {
 		return Skill{}, "", err
 	}
 	if sk.Description = oneLine(sk.Description); sk.Description == "" {
@@ -223,93 +214,15 @@ func readSkill(path, dir string, r skillRoot) (Skill, string, error) {
 // Keys weft does not use (allowed-tools, license, metadata, ...) are in the
 // map and ignored by its callers.
 func ParseFrontMatter(text string) (map[string]any, string, error) {
-	yamlText, body, err := splitFrontMatter(text)
+	yamlText, body, err := frontmatter.Split(text)
 	if err != nil {
 		return nil, "", err
 	}
-	meta, err := parseYAMLMapping(yamlText)
+	meta, err := frontmatter.Mapping(yamlText)
 	if err != nil {
 		return nil, "", err
 	}
 	return meta, body, nil
-}
-
-func splitFrontMatter(text string) (yamlText, body string, err error) {
-	text = strings.TrimPrefix(text, "\uFEFF")
-	first, rest, ok := strings.Cut(text, "\n")
-	if !ok || strings.TrimRight(first, " \t\r") != "---" {
-		return "", "", errors.New(`no front matter: the file must start with a line "---", then YAML with name and description, then "---"`)
-	}
-	for off := 0; off <= len(rest); {
-		line, after, more := strings.Cut(rest[off:], "\n")
-		if strings.TrimRight(line, " \t\r") == "---" {
-			return rest[:off], strings.TrimSpace(after), nil
-		}
-		if !more {
-			break
-		}
-		off += len(line) + 1
-	}
-	return "", "", errors.New(`the front matter is not closed: add a line "---" after it`)
-}
-
-func parseYAMLMapping(yamlText string) (map[string]any, error) {
-	var meta map[string]any
-	if err := yaml.Unmarshal([]byte(yamlText), &meta); err != nil {
-		return nil, fmt.Errorf("the front matter is not a valid YAML mapping: %v", err)
-	}
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	return meta, nil
-}
-
-// parseLoose reads front matter that is not valid YAML but is plainly
-// lines of "key: value": a description with a colon in it ("Cut a
-// release: tag, publish") is the usual case, and Claude Code users write
-// it. It fails unless every line has that shape.
-func parseLoose(yamlText string) (map[string]any, bool) {
-	meta := map[string]any{}
-	for _, line := range strings.Split(yamlText, "\n") {
-		line = strings.TrimRight(line, " \t\r")
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || k == "" || strings.TrimLeft(k, " \t") != k || strings.ContainsAny(k, " \t\"'") {
-			return nil, false
-		}
-		meta[k] = strings.TrimSpace(v)
-	}
-	return meta, true
-}
-
-func stringField(meta map[string]any, key string) (string, error) {
-	v, ok := meta[key]
-	if !ok || v == nil {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("the front matter's %q must be a string, not %T", key, v)
-	}
-	return strings.TrimSpace(s), nil
-}
-
-// validSkillName accepts Claude Code's names (lower-case letters, digits,
-// hyphens) and, leniently, upper case, '_' and '.', up to 64 characters:
-// the name is what the model passes to the Skill tool.
-func validSkillName(name string) error {
-	if len(name) > maxSkillName {
-		return fmt.Errorf("the skill name %q is longer than %d characters", name, maxSkillName)
-	}
-	for i, c := range name {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
-		if !ok || i == 0 && (c == '-' || c == '.') {
-			return fmt.Errorf("the skill name %q is not valid: use letters, digits and hyphens", name)
-		}
-	}
-	return nil
 }
 
 func (s *skillSet) warn(path, problem string) {

@@ -14,8 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/weft-run/weft/internal/frontmatter"
 	"github.com/weft-run/weft/internal/realpath"
 )
 
@@ -88,21 +87,21 @@ func Builtin() []Type {
 // Parse reads an agent file. source names it in errors and Type.Source;
 // the file's base name (without .md) stands in for a missing name.
 func Parse(text, source string) (Type, error) {
-	meta, body, err := frontMatter(text)
+	meta, body, err := frontmatter.Parse(text)
 	if err != nil {
 		return Type{}, err
 	}
 	t := Type{Source: source, Prompt: strings.TrimSpace(body)}
-	if t.Name, err = str(meta, "name"); err != nil {
+	if t.Name, err = frontmatter.String(meta, "name"); err != nil {
 		return Type{}, err
 	}
 	if t.Name == "" && source != "builtin" {
 		t.Name = strings.TrimSuffix(filepath.Base(source), ".md")
 	}
-	if err := validName(t.Name); err != nil {
+	if err := frontmatter.CheckName("agent", t.Name, maxTypeName); err != nil {
 		return Type{}, err
 	}
-	if t.Description, err = str(meta, "description"); err != nil {
+	if t.Description, err = frontmatter.String(meta, "description"); err != nil {
 		return Type{}, err
 	}
 	// Claude Code's files often hold examples with escaped newlines in
@@ -120,7 +119,7 @@ func Parse(text, source string) (Type, error) {
 	if t.DisallowedTools, err = toolList(meta, "disallowedTools"); err != nil {
 		return Type{}, err
 	}
-	if t.Model, err = str(meta, "model"); err != nil {
+	if t.Model, err = frontmatter.String(meta, "model"); err != nil {
 		return Type{}, err
 	}
 	if t.Prompt == "" {
@@ -202,106 +201,6 @@ func splitTools(s string) []string {
 		}
 	}
 	return append(out, strings.TrimSpace(s[start:]))
-}
-
-func frontMatter(text string) (map[string]any, string, error) {
-	text = strings.TrimPrefix(text, "\uFEFF")
-	text = strings.ReplaceAll(text, "\r\n", "\n")
-	first, rest, ok := strings.Cut(text, "\n")
-	if !ok || strings.TrimRight(first, " \t") != "---" {
-		return nil, "", errors.New(`no front matter: the file must start with a line "---", then YAML with name and description, then "---"`)
-	}
-	var yamlText, body string
-	closed := false
-	for off := 0; off <= len(rest); {
-		line, after, more := strings.Cut(rest[off:], "\n")
-		if strings.TrimRight(line, " \t") == "---" {
-			yamlText, body, closed = rest[:off], after, true
-			break
-		}
-		if !more {
-			break
-		}
-		off += len(line) + 1
-	}
-	if !closed {
-		return nil, "", errors.New(`the front matter is not closed: add a line "---" after it`)
-	}
-	var meta map[string]any
-	if err := yaml.Unmarshal([]byte(yamlText), &meta); err != nil {
-		// Claude Code's own files are often not valid YAML (a description
-		// with ": " in it); read them as lines of "key: value".
-		loose, ok := looseFrontMatter(yamlText)
-		if !ok {
-			return nil, "", fmt.Errorf("the front matter is not valid YAML: %v", err)
-		}
-		meta = loose
-	}
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	return meta, body, nil
-}
-
-// looseFrontMatter reads lines of "key: value", a line that starts with
-// white space continuing the previous value. It fails unless every line
-// has one of those shapes.
-func looseFrontMatter(text string) (map[string]any, bool) {
-	meta := map[string]any{}
-	last := ""
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			if last == "" {
-				return nil, false
-			}
-			meta[last] = meta[last].(string) + " " + trimmed
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || k == "" || strings.ContainsAny(k, " \t\"'") {
-			return nil, false
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
-		}
-		meta[k], last = v, k
-	}
-	return meta, true
-}
-
-func str(meta map[string]any, key string) (string, error) {
-	v, ok := meta[key]
-	if !ok || v == nil {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("the front matter's %q must be a string, not %T", key, v)
-	}
-	return strings.TrimSpace(s), nil
-}
-
-// validName accepts Claude Code's names (lower-case letters, digits,
-// hyphens) and, leniently, upper case, '_' and '.'.
-func validName(name string) error {
-	if name == "" {
-		return errors.New(`the front matter has no "name"`)
-	}
-	if len(name) > maxTypeName {
-		return fmt.Errorf("the agent name %q is longer than %d characters", name, maxTypeName)
-	}
-	for i, c := range name {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
-		if !ok || i == 0 && (c == '-' || c == '.') {
-			return fmt.Errorf("the agent name %q is not valid: use letters, digits and hyphens", name)
-		}
-	}
-	return nil
 }
 
 // LoadConfig says where Load looks.

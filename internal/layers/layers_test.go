@@ -20,7 +20,7 @@ const module = "github.com/weft-run/weft"
 // gets its place here.
 var ranks = map[string]int{
 	// Records, event names and leaf helpers: import nothing of weft's.
-	"record": 1, "event": 1, "internal/realpath": 1, "internal/netguard": 1, "internal/sse": 1,
+	"record": 1, "event": 1, "internal/realpath": 1, "internal/frontmatter": 1, "internal/netguard": 1, "internal/sse": 1,
 	"observe": 1, "observe/otelobs": 2, "observe/promobs": 2, "policy/secret": 1, "policy/shell": 1,
 	// The model contract and its providers.
 	"llm": 2,
