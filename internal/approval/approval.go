@@ -43,6 +43,9 @@ const (
 	Checkpoint Kind = "ckpt" // confirm an irreversible tool call
 	Plan       Kind = "plan" // approve (or edit) a run's plan
 	Step       Kind = "step" // approve a run's step
+	// Elicitation: an MCP server's request for input (its answer's
+	// Payload is what the asker defines: the action and content).
+	Elicitation Kind = "elicit"
 )
 
 // DefaultTimeout is how long a permission request or checkpoint waits for
