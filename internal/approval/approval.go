@@ -1,8 +1,9 @@
 // Package approval is the one broker for every question a person answers
 // while a session's turn or a run waits: permission requests, checkpoint
-// confirmations, plan gates and step gates. It gives them one id scheme,
-// one timeout rule, one answered-once rule and bounded memory, so that
-// the session and run services do not each keep their own.
+// confirmations, plan gates, step gates and MCP servers' requests for
+// input. It gives them one id scheme, one timeout rule, one answered-once
+// rule and bounded memory, so that the session and run services do not
+// each keep their own.
 //
 // A question is opened before the event that announces it is published,
 // so that an answer sent on seeing the event finds it open: Open, then
