@@ -1,8 +1,16 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/llm/llmtest"
+	"github.com/weft-run/weft/store/sqlite"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 // checkContent holds an accepted answer to the requested schema before
@@ -50,5 +58,77 @@ func TestCheckContent(t *testing.T) {
 		if err := checkContent(tt.schema, content); (err == nil) != tt.ok {
 			t.Errorf("%s: checkContent = %v, want ok=%v", tt.name, err, tt.ok)
 		}
+	}
+}
+
+// A request made outside a running turn but within the session (a
+// background sub-agent's, after its turn ended) is recorded in the
+// session's log and answered there; one made for a deleted incarnation of
+// the session is declined, and never reaches a new session of that name.
+func TestElicitOutsideATurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rt, err := New(Config{Store: db, Models: scriptedModels{llmtest.NewScripted("scripted")}, DefaultModel: "s:m", PermissionTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Shutdown(ctx)
+	if _, err := rt.CreateSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := rt.session("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan mcp.ElicitResponse, 1)
+	go func() {
+		resp, _ := rt.Elicit(withLive(ctx, l), mcp.ElicitRequest{Server: "f", Message: "Name?", Mode: "form",
+			Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
+		got <- resp
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r := rt.Subscribe("s", 0)
+	ev, err := r.Next(wctx)
+	r.Close()
+	if err != nil || ev.Type != event.ElicitationRequest {
+		t.Fatalf("first event %+v, %v; want elicitation_request", ev, err)
+	}
+	var d event.ElicitationRequestData
+	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Server != "f" || d.Message != "Name?" {
+		t.Fatalf("elicitation_request %s", ev.Data)
+	}
+	if err := rt.AnswerElicitation("s", d.ID, mcp.ElicitResponse{Action: mcp.ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-got; resp.Action != mcp.ActionAccept || resp.Content["name"] != "Ada" {
+		t.Fatalf("answer %+v", resp)
+	}
+	rt.release(l)
+
+	// The old incarnation, deleted: declined at once, and the session
+	// made again under the same name holds no question.
+	if err := rt.DeleteSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.CreateSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.Elicit(withLive(ctx, l), mcp.ElicitRequest{Server: "f", Message: "Name?", Mode: "form"})
+	if err != nil || resp.Action != mcp.ActionDecline {
+		t.Fatalf("a deleted incarnation's request: %+v, %v; want decline", resp, err)
+	}
+	l2, err := rt.session("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.release(l2)
+	if p := rt.approvals.Pending(l2.scope); len(p) != 0 {
+		t.Fatalf("the new session holds %v", p)
 	}
 }
