@@ -178,6 +178,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", s.handleMessages)
 	mux.HandleFunc("GET /v1/sessions/{id}/events", s.handleEvents)
 	mux.HandleFunc("POST /v1/sessions/{id}/permissions/{request_id}", s.handlePermission)
+	mux.HandleFunc("POST /v1/sessions/{id}/elicitations/{eid}", s.handleElicitation) // elicit.go
 	mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.handleCancel)
 	mux.HandleFunc("POST /v1/sessions/{id}/rewind", s.handleRewind)
 	s.registerCompactRoutes(mux)

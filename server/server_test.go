@@ -45,6 +45,11 @@ type apiOptions struct {
 	config func(*Config)
 	// real serves the API as weft serve does: HTTPServer on Listener.
 	real bool
+	// permTimeout is the session service's PermissionTimeout (0: default).
+	permTimeout time.Duration
+	// setup runs once the session service exists, before the server
+	// (MCP servers' tools join reg there, as in weft serve).
+	setup func(reg *tool.Registry, rt *session.Service)
 }
 
 // api is the real handler on a loopback server over a runtime with a
@@ -93,11 +98,15 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
-		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log})
+		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log,
+		PermissionTimeout: o.permTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.rt = rt
+	if o.setup != nil {
+		o.setup(reg, rt)
+	}
 	rl := o.rateLimit
 	if rl == 0 {
 		rl = -1

@@ -163,6 +163,9 @@ type Service struct {
 	log       *slog.Logger
 	elog      *eventlog.Log
 	approvals *approval.Broker
+	// elicits holds the requested schema of each open elicitation (by
+	// scope and id), to check an answer's content (elicit.go).
+	elicits sync.Map
 
 	mu        sync.Mutex
 	live      map[string]*live // sessions with state in memory
@@ -469,7 +472,14 @@ func (rt *Service) Answer(sessionID, requestID string, allow bool, reason string
 	if !allow && reason == "" {
 		reason = "the user denied this tool call"
 	}
-	return rt.approvals.Answer(l.scope, requestID, approval.Answer{Allow: allow, Reason: reason})
+	// An elicitation is answered with its content (AnswerElicitation),
+	// never with a bare allow.
+	return rt.approvals.AnswerIf(l.scope, requestID, approval.Answer{Allow: allow, Reason: reason}, func(p approval.Pending) error {
+		if p.Kind == approval.Elicitation {
+			return ErrNotFound
+		}
+		return nil
+	})
 }
 
 // incarnations numbers the live states, for their approval scopes.

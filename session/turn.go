@@ -51,6 +51,7 @@ func (rt *Service) drain(l *live) {
 // answer (closeInterrupted), so that the next message is not merged into
 // it and the history stays valid for every provider.
 func (rt *Service) turn(ctx context.Context, l *live, q queued) {
+	ctx = withLive(ctx, l) // its tool calls' requests find the session (elicit.go)
 	// Persisting must outlive a cancelled turn.
 	bg := context.WithoutCancel(ctx)
 	loadErr := rt.loadHistory(bg, l)

@@ -45,6 +45,9 @@ type mcpSetup struct {
 	store    *mcp.Approvals
 	tokens   *mcp.TokenStore
 	ws, home string
+	// elicit answers the servers' requests for input where there is no
+	// terminal (weft serve: the session service's, over the HTTP API).
+	elicit mcp.ElicitFunc
 }
 
 // loadMCP gathers the MCP servers: ~/.weft/mcp.json and the user
@@ -159,7 +162,8 @@ func mcpTimeouts(env environ) (start, call time.Duration, err error) {
 // mcpStart connects the approved servers and registers their tools in
 // reg. Pending project servers are asked about on the terminal (lines;
 // nil: none), and skipped with a warning without one. ap shows the
-// servers' requests for input (nil: they are declined).
+// servers' requests for input (nil: st.elicit does, else they are
+// declined).
 func mcpStart(env environ, st *mcpSetup, reg *tool.Registry, extraDirs, toolEnv []string, secrets *secret.Set,
 	lines *lineReader, ap *approver, log *slog.Logger) (*mcp.Manager, error) {
 	var run []mcp.Server
@@ -190,6 +194,8 @@ func mcpStart(env environ, st *mcpSetup, reg *tool.Registry, extraDirs, toolEnv 
 		Logger: log, StartTimeout: start, CallTimeout: call, Version: version()}
 	if ap != nil && ap.lines != nil {
 		opts.Elicit = ap.elicit
+	} else if st.elicit != nil {
+		opts.Elicit = st.elicit
 	}
 	m := mcp.NewManager(reg, opts)
 	if err := m.Start(context.Background(), run); err != nil {

@@ -505,10 +505,13 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		}
 	}
 	// MCP servers' tools join the registry every front door uses. No
-	// terminal: unapproved project servers are skipped, and elicitations
-	// are declined until the HTTP API answers them (docs/mcp.md).
+	// terminal: unapproved project servers are skipped, and a session's
+	// client answers elicitations over the HTTP API (docs/mcp.md).
 	mcpSetup, err := loadMCP(env, ws, bp.sources, f.mcp)
 	if err == nil {
+		if a.Sessions != nil {
+			mcpSetup.elicit = a.Sessions.Elicit
+		}
 		var mcpServers *mcp.Manager
 		if mcpServers, err = mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log); err == nil && mcpServers != nil {
 			// After the turns stop: they may call the servers' tools until then.
