@@ -1,6 +1,6 @@
 // Package approval is the one broker for every question a person answers
 // while a session's turn or a run waits: permission requests, checkpoint
-// confirmations, plan gates and step gates. It gives them one id scheme,
+// confirmations, plan gates, step gates and budget requests. It gives them one id scheme,
 // one timeout rule, one answered-once rule and bounded memory, so that
 // the session and run services do not each keep their own.
 //
@@ -43,6 +43,9 @@ const (
 	Checkpoint Kind = "ckpt" // confirm an irreversible tool call
 	Plan       Kind = "plan" // approve (or edit) a run's plan
 	Step       Kind = "step" // approve a run's step
+	// Budget: may the run go past its budget (agent.BudgetRequest). Its
+	// ids are the engine's ("budget_<hex>"), given as the key.
+	Budget Kind = "budget"
 )
 
 // DefaultTimeout is how long a permission request or checkpoint waits for
