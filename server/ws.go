@@ -160,6 +160,8 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
+	s.streamsActive.Add(1)
+	defer s.streamsActive.Add(-1)
 	acceptWS(w, r.WithContext(ctx), s.rt, s.log, wsOptions{OriginPatterns: origins, KeepAlive: s.keepalive})
 }
 

@@ -112,3 +112,7 @@ func (rt *Service) AnswerBudget(sessionID, requestID string, d agent.BudgetDecis
 			return nil
 		})
 }
+
+// EventLogLag is how many of the sessions' events are published but not
+// yet in the store (weft_eventlog_lag_events).
+func (rt *Service) EventLogLag() int64 { return rt.elog.Lag() }
