@@ -93,7 +93,8 @@ type Config struct {
 	// promobs.Metrics turns it into the weft_* series); nil means none.
 	Observer observe.Observer
 	// Gauges, when set, gets the gauges only the application knows
-	// (weft_sessions_active); promobs.Metrics implements it.
+	// (weft_sessions_active, weft_streams_active,
+	// weft_eventlog_lag_events); promobs.Metrics implements it.
 	Gauges interface {
 		GaugeFunc(name, help string, fn func() float64) error
 	}
@@ -283,10 +284,20 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if scfg.Usage == nil {
 		scfg.Usage = st
 	}
+	if scfg.Keys == nil {
+		// The registry reports its key pools (GET /v1/keys); another
+		// resolver has none to show.
+		if ks, ok := cfg.Models.(server.KeySource); ok {
+			scfg.Keys = ks
+		}
+	}
 	if scfg.Logger == nil {
 		scfg.Logger = a.log
 	}
 	a.Server = server.New(scfg)
+	if err := a.registerGauges(cfg.Gauges); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

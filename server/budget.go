@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/weft-run/weft/agent"
 )
@@ -81,6 +82,11 @@ func (a BudgetAnswer) Decision() (agent.BudgetDecision, error) {
 	}
 	return agent.BudgetDecision{Allow: true, MaxUSD: a.MaxBudgetUSD, MaxTokens: a.MaxTokensTotal, Reason: a.Reason}, nil
 }
+
+// isBudgetRequest says whether a request id names a budget_request: the
+// engine's ids are "budget_<hex>" (agent.BudgetRequest.ID), and no other
+// question's id starts so.
+func isBudgetRequest(id string) bool { return strings.HasPrefix(id, "budget_") }
 
 func nonEmpty(s, fallback string) string {
 	if s == "" {

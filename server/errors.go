@@ -71,6 +71,8 @@ func (s *Server) writeRuntimeError(w http.ResponseWriter, r *http.Request, err e
 		writeError(w, http.StatusConflict, errConflict, "session "+quote(r.PathValue("id"))+" already exists")
 	case errors.Is(err, session.ErrAnswered):
 		writeError(w, http.StatusConflict, errConflict, "permission request "+quote(r.PathValue("request_id"))+" was already answered")
+	case errors.Is(err, session.ErrNotBudget):
+		writeError(w, http.StatusBadRequest, errInvalidRequest, "request "+quote(r.PathValue("request_id"))+" is not a budget request")
 	case errors.Is(err, session.ErrClosed):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, errInternal, "the server is shutting down")

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/session"
@@ -402,16 +403,29 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 
 // handlePermission answers a permission_request event of the session.
 func (s *Server) handlePermission(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		Allow  *bool  `json:"allow"`
-		Reason string `json:"reason"`
-	}
+	// One body for permission requests, checkpoints and budget requests
+	// (BudgetAnswer: its limits only answer a budget_request).
+	var q BudgetAnswer
 	if !decodeBody(w, r, &q) {
 		return
 	}
 	if q.Allow == nil {
 		writeError(w, http.StatusBadRequest, errInvalidRequest, "allow is required (true or false)")
 		return
+	}
+	rid := r.PathValue("request_id")
+	budget := isBudgetRequest(rid)
+	if !budget && (q.MaxBudgetUSD != 0 || q.MaxTokensTotal != 0) {
+		writeError(w, http.StatusBadRequest, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
+		return
+	}
+	var d agent.BudgetDecision
+	if budget {
+		var err error
+		if d, err = q.Decision(); err != nil {
+			writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
+			return
+		}
 	}
 	id := r.PathValue("id")
 	if _, err := s.rt.GetSession(r.Context(), id); err != nil {
@@ -422,7 +436,13 @@ func (s *Server) handlePermission(w http.ResponseWriter, r *http.Request) {
 		s.writeRuntimeError(w, r, err)
 		return
 	}
-	if err := s.rt.Answer(id, r.PathValue("request_id"), *q.Allow, q.Reason); err != nil {
+	var err error
+	if budget {
+		err = s.rt.AnswerBudget(id, rid, d)
+	} else {
+		err = s.rt.Answer(id, rid, *q.Allow, q.Reason)
+	}
+	if err != nil {
 		s.writeRuntimeError(w, r, err)
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weft-run/weft/checkpoint"
@@ -46,6 +47,9 @@ type Config struct {
 	// Usage answers GET /v1/usage (the cost history, usage.go); nil
 	// answers 503.
 	Usage UsageSource
+	// Keys answers GET /v1/keys (the API key pools, keys.go); nil
+	// answers 503.
+	Keys KeySource
 	// BearerToken, when set, is required on every request but health
 	// checks and CORS preflights.
 	BearerToken string
@@ -141,6 +145,9 @@ type Server struct {
 	// the caller closes what they read from.
 	streams      sync.WaitGroup
 	closeStreams context.CancelFunc
+	// streamsActive counts the SSE streams and WebSocket connections
+	// open now (StreamsActive).
+	streamsActive atomic.Int64
 }
 
 // New returns a server over cfg.Runtime. It panics without one: that is a
@@ -192,6 +199,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
 	mux.Handle("GET /v1/usage", UsageHandler(cfg.Usage)) // usage.go
+	mux.Handle("GET /v1/keys", KeysHandler(cfg.Keys))    // keys.go
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

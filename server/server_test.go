@@ -50,6 +50,8 @@ type apiOptions struct {
 	// setup runs once the session service exists, before the server
 	// (MCP servers' tools join reg there, as in weft serve).
 	setup func(reg *tool.Registry, rt *session.Service)
+	// apiKeys, when set, pools these keys for the OpenAI fake.
+	apiKeys []string
 }
 
 // api is the real handler on a loopback server over a runtime with a
@@ -88,6 +90,9 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		t.Fatal(err)
 	}
 	providers := map[string]registry.ProviderConfig{"openai": {BaseURL: a.fake.URL + "/v1", APIKey: "k"}}
+	if len(o.apiKeys) > 0 {
+		providers["openai"] = registry.ProviderConfig{BaseURL: a.fake.URL + "/v1", APIKeys: o.apiKeys}
+	}
 	if o.anthropic != nil {
 		providers["anthropic"] = registry.ProviderConfig{BaseURL: o.anthropic.URL, APIKey: "k"}
 	}
@@ -112,7 +117,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		rl = -1
 	}
 	cfg := Config{Runtime: rt, Tools: reg.Specs(), BearerToken: o.token, CORSOrigins: o.cors,
-		RateLimit: rl, Keepalive: o.keepalive, Logger: log, Version: "test"}
+		RateLimit: rl, Keepalive: o.keepalive, Logger: log, Version: "test", Keys: models}
 	if o.config != nil {
 		o.config(&cfg)
 	}

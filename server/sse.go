@@ -61,12 +61,18 @@ type sseStream struct {
 // must call close.
 func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) *sseStream {
 	s.streams.Add(1)
+	s.streamsActive.Add(1)
 	client, cancelClient := context.WithCancel(r.Context())
 	ctx, cancel := context.WithCancel(client)
 	stopClosing := context.AfterFunc(s.closing, cancel)
 	st := &sseStream{w: w, rc: http.NewResponseController(w), client: client, ctx: ctx, drainTo: -1, every: s.keepalive}
 	var once sync.Once
-	st.cancel = func() { stopClosing(); cancel(); cancelClient(); once.Do(s.streams.Done) }
+	st.cancel = func() {
+		stopClosing()
+		cancel()
+		cancelClient()
+		once.Do(func() { s.streamsActive.Add(-1); s.streams.Done() })
+	}
 	st.fl, _ = w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

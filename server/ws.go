@@ -10,6 +10,7 @@ package server
 //	{"type":"ping"}                                  answered by {"type":"pong"}
 //	{"type":"pong"}                                  ignored
 //	{"type":"permission","request_id":"...","allow":true,"reason":"..."}  (extension)
+//	{"type":"permission","request_id":"budget_...","allow":true,"max_budget_usd":0.5}  (extension: a budget_request)
 //
 // Server events all carry seq, source (client | ai | system) and type. Every
 // event derived from the session's event log carries that event's seq, so a
@@ -44,6 +45,9 @@ package server
 //	permission_request-> permission_request {id, tool_name, input, message, tool_use_id}
 //	checkpoint        -> checkpoint {id, tool_name, input, message, tool_use_id}: answered
 //	                     like a permission request
+//	budget_request    -> budget_request {id, message, budget: the event's payload}: answered
+//	                     like a permission request, with max_budget_usd / max_tokens_total
+//	                     for the new limits when allowed (server.BudgetAnswer)
 //	retry             -> retry {message}: the model call failed and is retried; discard the
 //	                     chunk and thinking events received since the last event of another type
 //	done              -> done {done: true, stop_reason}
@@ -160,6 +164,8 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
+	s.streamsActive.Add(1)
+	defer s.streamsActive.Add(-1)
 	acceptWS(w, r.WithContext(ctx), s.rt, s.log, wsOptions{OriginPatterns: origins, KeepAlive: s.keepalive})
 }
 
@@ -316,6 +322,9 @@ type wsRequest struct {
 	RequestID string `json:"request_id"`
 	Allow     *bool  `json:"allow"`
 	Reason    string `json:"reason"`
+	// The new limits when a budget_request is allowed.
+	MaxBudgetUSD   float64 `json:"max_budget_usd"`
+	MaxTokensTotal int     `json:"max_tokens_total"`
 }
 
 // wsID is a session id sent as a string or, as in seed 002's examples, a
@@ -377,6 +386,7 @@ type wsEvent struct {
 	SessionID  string          `json:"session_id,omitempty"`  // session
 	Start      *int64          `json:"start,omitempty"`       // session
 	Created    bool            `json:"created,omitempty"`     // session
+	Budget     json.RawMessage `json:"budget,omitempty"`      // budget_request: its whole payload
 
 	// A sub-agent's tool_execution (ws_subagent.go): which sub-agent, and
 	// the parent's Agent call.
@@ -543,7 +553,21 @@ func (w *wsConn) permission(ctx context.Context, req *wsRequest) {
 		w.fail(ctx, errInvalidRequest, "allow is required")
 		return
 	}
-	if err := w.rt.Answer(w.session, req.RequestID, *req.Allow, req.Reason); err != nil {
+	var err error
+	if isBudgetRequest(req.RequestID) {
+		d, derr := BudgetAnswer{Allow: req.Allow, MaxBudgetUSD: req.MaxBudgetUSD, MaxTokensTotal: req.MaxTokensTotal, Reason: req.Reason}.Decision()
+		if derr != nil {
+			w.fail(ctx, errInvalidRequest, derr.Error())
+			return
+		}
+		err = w.rt.AnswerBudget(w.session, req.RequestID, d)
+	} else if req.MaxBudgetUSD != 0 || req.MaxTokensTotal != 0 {
+		w.fail(ctx, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
+		return
+	} else {
+		err = w.rt.Answer(w.session, req.RequestID, *req.Allow, req.Reason)
+	}
+	if err != nil {
 		what := "permission request " + quote(req.RequestID)
 		if errors.Is(err, session.ErrNotFound) {
 			w.fail(ctx, errNotFound, what+" not found (unknown, expired or its turn ended)")
@@ -813,6 +837,12 @@ func (t *wsTranslator) fold(ev session.Event) {
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "checkpoint", ID: d.ID, ToolName: d.ToolName,
 			Input: d.Input, Message: d.Message, ToolUseID: d.ToolCallID})
+	case string(agent.EventBudgetRequest):
+		var d agent.BudgetRequest
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "budget_request", ID: d.ID, Message: d.Message, Budget: ev.Data})
 	case "retry":
 		var d agent.RetryData
 		_ = json.Unmarshal(ev.Data, &d)

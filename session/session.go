@@ -214,6 +214,9 @@ type live struct {
 	// override is the session's own permissions on top of the server's
 	// (nil until loaded from the session's metadata).
 	override *sessionPolicy
+	// budgetQ are the running turn's budget questions, opened when their
+	// event is published and taken by the approver (budgetask.go).
+	budgetQ map[string]*approval.Ticket
 
 	// storeMu orders conversation writes with deletion: once gone is set
 	// (and storeMu taken once), no write of this incarnation starts.

@@ -133,8 +133,13 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 			l.turnDone = true
 			l.mu.Unlock()
 		}
+		if ev.Type == agent.EventBudgetRequest {
+			// Open before visible: see budgetask.go.
+			rt.openBudget(l, ev.Data)
+		}
 		w.push(string(ev.Type), ev.Data)
 	}
+	rt.dropBudgetAsks(l)
 	if !saved {
 		save(false)
 		// Every turn ends with done, whatever the engine did: a client
@@ -189,7 +194,7 @@ func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: rt.cfg.Tools,
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
-		Observer: rt.cfg.Observer, Budget: rt.budget(opt),
+		Observer: rt.cfg.Observer, Budget: rt.budget(opt), ApproveBudget: rt.budgetApprover(l),
 	}
 	if rt.cfg.Usage != nil {
 		cfg.OnUsage = usageRecorder(rt.cfg.Usage, l.id, "", rt.log)

@@ -1,9 +1,9 @@
 // Package approval is the one broker for every question a person answers
 // while a session's turn or a run waits: permission requests, checkpoint
-// confirmations, plan gates, step gates and MCP servers' requests for
-// input. It gives them one id scheme, one timeout rule, one answered-once
-// rule and bounded memory, so that the session and run services do not
-// each keep their own.
+// confirmations, plan gates, step gates, budget requests and MCP servers'
+// requests for input. It gives them one id scheme, one timeout rule, one
+// answered-once rule and bounded memory, so that the session and run
+// services do not each keep their own.
 //
 // A question is opened before the event that announces it is published,
 // so that an answer sent on seeing the event finds it open: Open, then
@@ -47,6 +47,9 @@ const (
 	// Elicitation: an MCP server's request for input (its answer's
 	// Payload is what the asker defines: the action and content).
 	Elicitation Kind = "elicit"
+	// Budget: may the run go past its budget (agent.BudgetRequest). Its
+	// ids are the engine's ("budget_<hex>"), given as the key.
+	Budget Kind = "budget"
 )
 
 // DefaultTimeout is how long a permission request or checkpoint waits for
