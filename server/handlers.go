@@ -88,6 +88,9 @@ type turnRequest struct {
 	// Thinking is none, low, medium, high or xhigh (the WebSocket's chat
 	// option, accepted here too).
 	Thinking string `json:"thinking"`
+	// Bundle picks the system prompt's bundle, "family/scenario"; the
+	// X-Weft-Bundle header gives it when the body does not (bundle.go).
+	Bundle string `json:"bundle"`
 	// The turn's budget, in place of the server's default (budget.go).
 	BudgetFields
 }
@@ -118,7 +121,7 @@ func (q *turnRequest) validate() string {
 
 func (q *turnRequest) options() session.TurnOptions {
 	return session.TurnOptions{Model: q.Model, SystemPrompt: q.SystemPrompt, MaxTurns: q.MaxTurns,
-		StopSequences: q.StopSequences, Thinking: q.Thinking,
+		StopSequences: q.StopSequences, Thinking: q.Thinking, Bundle: q.Bundle,
 		MaxBudgetUSD: q.MaxBudgetUSD, MaxTokensTotal: q.MaxTokensTotal}
 }
 
@@ -127,7 +130,11 @@ func (s *Server) decodeTurn(w http.ResponseWriter, r *http.Request) (turnRequest
 	if !decodeBody(w, r, &q) {
 		return q, false
 	}
-	if msg := q.validate(); msg != "" {
+	msg := q.validate()
+	if msg == "" {
+		msg = q.bundleFrom(r.Header)
+	}
+	if msg != "" {
 		writeError(w, http.StatusBadRequest, errInvalidRequest, msg)
 		return q, false
 	}
