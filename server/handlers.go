@@ -396,7 +396,20 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 		s.writeRuntimeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSessionJSON(sess))
+	st, err := s.rt.Stats(r.Context(), sess.ID)
+	if err != nil {
+		s.writeRuntimeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionWithUsage{toSessionJSON(sess), st})
+}
+
+// sessionWithUsage is GET /v1/sessions/{id}'s answer: the session and
+// what it has used (session.Stats; the list shows sessions without it,
+// which would cost a scan per session).
+type sessionWithUsage struct {
+	sessionJSON
+	Usage session.Stats `json:"usage"`
 }
 
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,8 @@ type apiOptions struct {
 	config func(*Config)
 	// real serves the API as weft serve does: HTTPServer on Listener.
 	real bool
+	// session adjusts the session service's Config before session.New.
+	session func(*session.Config)
 }
 
 // api is the real handler on a loopback server over a runtime with a
@@ -92,8 +94,12 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		model = ""
 	}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
-		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log})
+	scfg := session.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
+		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log}
+	if o.session != nil {
+		o.session(&scfg)
+	}
+	rt, err := session.New(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

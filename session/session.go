@@ -227,6 +227,8 @@ type live struct {
 	// override is the session's own permissions on top of the server's
 	// (nil until loaded from the session's metadata).
 	override *sessionPolicy
+	// stats is what Stats has read of the event log so far.
+	stats statsCursor
 
 	// storeMu orders conversation writes with deletion: once gone is set
 	// (and storeMu taken once), no write of this incarnation starts.
