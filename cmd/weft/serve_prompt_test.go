@@ -21,8 +21,10 @@ func TestServeSystemPromptPerTurn(t *testing.T) {
 		rules  string // AGENTS.md before the turn ("": unchanged)
 		body   string
 		header []string
-		want   []string
-		not    []string
+		// scripts answer the turn's model calls; none: one "ok".
+		scripts []llmtest.Script
+		want    []string
+		not     []string
 	}
 	tests := []struct {
 		name  string
@@ -44,6 +46,14 @@ func TestServeSystemPromptPerTurn(t *testing.T) {
 			{rules: "RULE-ONE", body: `{"prompt":"a","model":"openai:qwen-max"}`, want: []string{"你是 weft", "qwen-max"}},
 			{body: `{"prompt":"b"}`, want: []string{"You are weft", "gpt-4.1"}},
 		}},
+		{name: "file memory written in an earlier turn", args: []string{"--permission-mode", "bypass"}, turns: []turn{
+			{body: `{"prompt":"remember"}`, scripts: []llmtest.Script{
+				toolCall("call_1", "memory_remember", map[string]any{"name": "test-command", "description": "how to run the tests",
+					"type": "project", "content": "Run the tests with `make check-FACT-7731`."}),
+				llmtest.Text("Noted."),
+			}, not: []string{"FACT-7731"}},
+			{body: `{"prompt":"and now?"}`, want: []string{"make check-FACT-7731", `name="test-command"`}},
+		}},
 		{name: "--system", args: []string{"--system", "You are a release bot."}, turns: []turn{
 			{rules: "RULE-ONE", body: `{"prompt":"a"}`, want: []string{"You are a release bot.", "RULE-ONE"}, not: []string{"You are weft"}},
 			{rules: "RULE-TWO", body: `{"prompt":"b","bundle":"qwen"}`, want: []string{"You are a release bot.", "RULE-TWO"}, not: []string{"You are weft", "你是 weft"}},
@@ -64,14 +74,18 @@ func TestServeSystemPromptPerTurn(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				fake.Push(llmtest.Text("ok"))
+				if tu.scripts == nil {
+					tu.scripts = []llmtest.Script{llmtest.Text("ok")}
+				}
+				first := len(fake.Requests())
+				fake.Push(tu.scripts...)
 				resp := p.request("POST", "/v1/sessions/s/messages", tu.body, tu.header...)
 				fs, err := frames(t, resp, nil)
 				resp.Body.Close()
 				if !errors.Is(err, io.EOF) || len(fs) == 0 || fs[len(fs)-1].event != "done" || strings.Contains(eventNames(fs), "error") {
 					t.Fatalf("turn %d: %v %q %v\n%s", i+1, err, eventNames(fs), fs, p.log())
 				}
-				sys, _ := systemAndTools(t, fake.LastRequest())
+				sys, _ := systemAndTools(t, fake.Requests()[first])
 				for _, w := range tu.want {
 					if !strings.Contains(sys, w) {
 						t.Errorf("turn %d: system prompt lacks %q:\n%s", i+1, w, sys)
