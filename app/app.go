@@ -25,6 +25,7 @@ import (
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/audit"
 	"github.com/weft-run/weft/policy/hook"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/schedule"
 	"github.com/weft-run/weft/server"
@@ -34,6 +35,7 @@ import (
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/vision"
 )
 
 // Config is a weft server: the struct `weft serve`'s flags, WEFT_* env and
@@ -64,8 +66,13 @@ type Config struct {
 	// replaced by one that starts run_in_background commands as the
 	// server's background tasks.
 	ToolConfig builtin.Config
-	// System is the default system prompt.
+	// System is the default system prompt (session.Config.System): the
+	// whole prompt without Prompt, weft's sections' stand-in with it.
 	System string
+	// Prompt builds each turn's system prompt (session.Config.Prompt);
+	// Vision describes images for models that cannot see them.
+	Prompt *prompt.Builder
+	Vision *vision.Describer
 	// Policy is the server-wide posture; nil means the default mode.
 	// Its secrets are redacted from the store and every event; its audit
 	// sink gets the store's audit trail added.
@@ -218,7 +225,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	approvals := approval.New() // one broker: the sessions' questions and the runs' gates
 	a.Sessions, err = session.New(session.Config{Store: st, Models: cfg.Models, DefaultModel: cfg.DefaultModel, Tools: tools,
-		System: cfg.System, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
+		System: cfg.System, Prompt: cfg.Prompt, Vision: cfg.Vision, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Observer: cfg.Observer, Logger: a.log,
 		Usage: st, Budget: cfg.Budget,
 		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages})

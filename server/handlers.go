@@ -89,6 +89,9 @@ type turnRequest struct {
 	// Thinking is none, low, medium, high or xhigh (the WebSocket's chat
 	// option, accepted here too).
 	Thinking string `json:"thinking"`
+	// Bundle picks the system prompt's bundle, "family/scenario"; the
+	// X-Weft-Bundle header gives it when the body does not (bundle.go).
+	Bundle string `json:"bundle"`
 	// The turn's budget, in place of the server's default (budget.go).
 	BudgetFields
 }
@@ -119,7 +122,7 @@ func (q *turnRequest) validate() string {
 
 func (q *turnRequest) options() session.TurnOptions {
 	return session.TurnOptions{Model: q.Model, SystemPrompt: q.SystemPrompt, MaxTurns: q.MaxTurns,
-		StopSequences: q.StopSequences, Thinking: q.Thinking,
+		StopSequences: q.StopSequences, Thinking: q.Thinking, Bundle: q.Bundle,
 		MaxBudgetUSD: q.MaxBudgetUSD, MaxTokensTotal: q.MaxTokensTotal}
 }
 
@@ -128,7 +131,11 @@ func (s *Server) decodeTurn(w http.ResponseWriter, r *http.Request) (turnRequest
 	if !decodeBody(w, r, &q) {
 		return q, false
 	}
-	if msg := q.validate(); msg != "" {
+	msg := q.validate()
+	if msg == "" {
+		msg = q.bundleFrom(r.Header)
+	}
+	if msg != "" {
 		writeError(w, http.StatusBadRequest, errInvalidRequest, msg)
 		return q, false
 	}
@@ -390,7 +397,20 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 		s.writeRuntimeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSessionJSON(sess))
+	st, err := s.rt.Stats(r.Context(), sess.ID)
+	if err != nil {
+		s.writeRuntimeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionWithUsage{toSessionJSON(sess), st})
+}
+
+// sessionWithUsage is GET /v1/sessions/{id}'s answer: the session and
+// what it has used (session.Stats; the list shows sessions without it,
+// which would cost a scan per session).
+type sessionWithUsage struct {
+	sessionJSON
+	Usage session.Stats `json:"usage"`
 }
 
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {

@@ -52,6 +52,8 @@ type apiOptions struct {
 	setup func(reg *tool.Registry, rt *session.Service)
 	// apiKeys, when set, pools these keys for the OpenAI fake.
 	apiKeys []string
+	// session adjusts the session service's Config before session.New.
+	session func(*session.Config)
 }
 
 // api is the real handler on a loopback server over a runtime with a
@@ -102,9 +104,13 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		model = ""
 	}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rt, err := session.New(session.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
+	scfg := session.Config{Store: db, Models: models, DefaultModel: model, Tools: reg,
 		Policy: &policy.Policy{Mode: permission.Mode(o.mode), Audit: audit.NewStoreSink(db)}, Audits: db, Logger: log,
-		PermissionTimeout: o.permTimeout})
+		PermissionTimeout: o.permTimeout}
+	if o.session != nil {
+		o.session(&scfg)
+	}
+	rt, err := session.New(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,11 @@ import (
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/permission"
 	"github.com/weft-run/weft/policy/secret"
+	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/vision"
 )
 
 // Errors front doors map onto statuses (errors.Is).
@@ -87,8 +89,17 @@ type Config struct {
 	DefaultModel string
 	// Tools is the tool set every session gets; nil means none.
 	Tools *tool.Registry
-	// System is the default system prompt.
+	// System is the default system prompt: the whole prompt without
+	// Prompt; with Prompt, text standing in for the bundle's own sections
+	// (--system), as agent.Config.System.
 	System string
+	// Prompt, when set, builds every turn's system prompt afresh
+	// (agent.Config.Prompt): the bundle for the turn's model or the
+	// request's bundle, AGENTS.md and the file memory as they are now.
+	Prompt *prompt.Builder
+	// Vision describes images for the turn's model when it cannot see
+	// them (agent.Config.Vision).
+	Vision *vision.Describer
 	// Policy is the server-wide posture every session starts from (mode,
 	// rules, hooks, audit, secrets); sessions may add their own rules and
 	// mode on top (SetSessionPermissions). nil means the zero policy:
@@ -151,6 +162,11 @@ type TurnOptions struct {
 	MaxTurns      int      `json:"max_turns,omitempty"`
 	StopSequences []string `json:"stop_sequences,omitempty"`
 	Thinking      string   `json:"thinking,omitempty"`
+	// Bundle picks Config.Prompt's bundle for this turn, "family/scenario"
+	// (prompt.ParseKey; the HTTP API's "bundle" and X-Weft-Bundle). An
+	// unknown key falls back as prompt.Registry.Resolve does; a malformed
+	// one fails the turn's Send.
+	Bundle string `json:"bundle,omitempty"`
 	// MaxBudgetUSD and MaxTokensTotal replace Config.Budget's limits for
 	// this turn when set (0: none).
 	MaxBudgetUSD   *float64 `json:"max_budget_usd,omitempty"`
@@ -217,6 +233,8 @@ type live struct {
 	// budgetQ are the running turn's budget questions, opened when their
 	// event is published and taken by the approver (budgetask.go).
 	budgetQ map[string]*approval.Ticket
+	// stats is what Stats has read of the event log so far.
+	stats statsCursor
 
 	// storeMu orders conversation writes with deletion: once gone is set
 	// (and storeMu taken once), no write of this incarnation starts.
@@ -376,6 +394,11 @@ func (rt *Service) Messages(ctx context.Context, sessionID string) ([]llm.Messag
 // message_dropped event instead. A client streams its turn by reading
 // after seq-1, skipping to its message_consumed.
 func (rt *Service) Send(ctx context.Context, sessionID, text string, opt TurnOptions) (int64, error) {
+	// Checked here, not when the turn starts: the caller learns of a
+	// malformed key, where an unknown one falls back (prompt.Registry).
+	if _, err := prompt.ParseKey(opt.Bundle); err != nil {
+		return 0, err
+	}
 	// A session in memory exists: only DeleteSession removes one, and it
 	// forgets the state first (and this runtime is the database's only
 	// writer). Otherwise the store says.

@@ -191,7 +191,8 @@ func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 		maxTurns = rt.cfg.MaxTurns
 	}
 	cfg := agent.Config{
-		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Tools: rt.cfg.Tools,
+		Provider: p, Model: info.ID, ModelInfo: &info, System: system, Prompt: rt.cfg.Prompt, Bundle: opt.Bundle,
+		Vision: rt.cfg.Vision, Tools: rt.cfg.Tools,
 		MaxTurns: maxTurns, StopSequences: opt.StopSequences, Thinking: level, Retry: rt.cfg.Retry,
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
 		Observer: rt.cfg.Observer, Budget: rt.budget(opt), ApproveBudget: rt.budgetApprover(l),

@@ -31,7 +31,6 @@ import (
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/observe/promobs"
 	"github.com/weft-run/weft/policy/secret"
-	"github.com/weft-run/weft/prompt"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
@@ -423,13 +422,12 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if err != nil {
 		return err
 	}
-	// The default model decides the bundle and whether describe_image is
-	// offered; without a key it is still unknown here, and that is fine.
+	// The default model decides whether describe_image is offered;
+	// without a key it is still unknown here, and that is fine.
 	var defInfo llm.ModelInfo
-	defProvider := ""
 	if spec != "" {
-		if p, info, err := models.Resolve(spec); err == nil {
-			defInfo, defProvider = info, p.Name()
+		if _, info, err := models.Resolve(spec); err == nil {
+			defInfo = info
 		}
 	}
 	tools, err := tool.NewRegistry(append(append(builtin.Tools(toolCfg), promptTools(pb, toolCfg, defInfo, describer)...), append(memTools, compact.Recall())...)...)
@@ -437,13 +435,10 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		return err
 	}
 	tools.SetLogger(log)
-	// The session service takes the system prompt as text, so weft serve
-	// builds it once, here: the bundle for the default model, the
-	// project's instructions and the skills as they are at start.
-	// Building it per turn (edited AGENTS.md, per-request bundles, images
-	// described for text-only models) needs the service to pass the
-	// builder on (docs/agents.md, "weft serve").
-	system := pb.Build(ctx, prompt.Request{Model: defInfo.ID, Provider: defProvider, Tools: tools.LLMSpecs(), Replace: f.system}).Text()
+	// Every turn's agent builds its system prompt with pb (the bundle for
+	// the turn's model or the request's "bundle", AGENTS.md and the file
+	// memory as they are at that turn); --system stands in for weft's own
+	// sections, as in weft run.
 	cors, hosts := splitList(f.cors), splitList(f.allowedHosts)
 	rateLimit := f.rateLimit
 	if rateLimit <= 0 {
@@ -465,7 +460,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 
 	acfg := app.Config{DB: f.db, Models: models, DefaultModel: spec, Workspace: ws,
-		Tools: tools, ToolConfig: toolCfg, System: system, Policy: bp.pol, AllowBypass: bp.explicitBypass,
+		Tools: tools, ToolConfig: toolCfg, System: f.system, Prompt: pb, Vision: describer, Policy: bp.pol, AllowBypass: bp.explicitBypass,
 		MaxTurns: f.maxTurns, Memory: f.memory, Observer: obs, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
 		Server: server.Config{BearerToken: f.bearerToken, Metrics: metrics,
 			CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
