@@ -187,6 +187,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("PUT /v1/settings/permissions", s.handlePutServerPermissions)
 	mux.HandleFunc("GET /v1/sessions/{id}/permissions", s.handleGetSessionPermissions)
 	mux.HandleFunc("PUT /v1/sessions/{id}/permissions", s.handlePutSessionPermissions)
+	mux.HandleFunc("GET /v1/hooks", s.handleListHooks) // sessionmeta.go
 	mux.HandleFunc("GET /v1/plugin-hooks", s.handleListPlugins)
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)

@@ -91,3 +91,13 @@ func (s *Server) handlePatchSession(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, toSessionJSON(sess))
 }
+
+// handleListHooks lists the configured hooks (settings and plugins) with
+// what each runs, secrets redacted (session.HookInfo).
+func (s *Server) handleListHooks(w http.ResponseWriter, r *http.Request) {
+	hs := s.rt.Hooks()
+	if hs == nil {
+		hs = []session.HookInfo{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"hooks": hs, "count": len(hs)})
+}
