@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/weft-run/weft/llm"
@@ -203,5 +205,38 @@ func TestRenameSession(t *testing.T) {
 	}
 	if g := a.doJSON("GET", "/v1/sessions/s1", nil, http.StatusOK); g["title"] != "" {
 		t.Fatalf("a refused rename changed the title: %v", g)
+	}
+}
+
+// TestRenameRacesPermissions: a rename and a permissions change of the
+// same session at the same time both stick (each rewrites the session's
+// header: without serializing them one would write back what it read
+// before the other's change).
+func TestRenameRacesPermissions(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, apiOptions{})
+	for i := range 20 {
+		id := fmt.Sprint("race", i)
+		a.doJSON("POST", "/v1/sessions", map[string]any{"session_id": id}, http.StatusCreated)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			resp := a.do("PATCH", "/v1/sessions/"+id, map[string]any{"title": "T"})
+			resp.Body.Close()
+		}()
+		go func() {
+			defer wg.Done()
+			resp := a.do("PUT", "/v1/sessions/"+id+"/permissions", map[string]any{"allow": []string{"Read"}})
+			resp.Body.Close()
+		}()
+		wg.Wait()
+		if g := a.doJSON("GET", "/v1/sessions/"+id, nil, http.StatusOK); g["title"] != "T" {
+			t.Fatalf("round %d: the title was lost: %v", i, g)
+		}
+		// The stored header, which the next start reads.
+		if s, err := a.db.GetSession(context.Background(), id); err != nil || !strings.Contains(string(s.Metadata), "Read") {
+			t.Fatalf("round %d: the permissions were lost: %s, %v", i, s.Metadata, err)
+		}
 	}
 }
