@@ -266,6 +266,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Sessions.SetFlowTools(a.Runs)
 	a.Background, err = run.NewBackground(base, run.BackgroundConfig{Runs: a.Runs, Schedules: st,
 		Hooks: a.Sessions.FireHook, Secrets: a.Sessions.Secrets(), Logger: a.log})
 	if err != nil {

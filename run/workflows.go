@@ -378,6 +378,12 @@ func (m *Service) CallWorkflow(ctx context.Context, id string, inputs json.RawMe
 	if !w.Published {
 		return workflow.Outcome{}, fmt.Errorf("workflow %q is no longer published", id)
 	}
+	return m.callWorkflow(ctx, w, inputs)
+}
+
+// callWorkflow runs w to its end for a workflow tool, under the caller's
+// policy (see CallWorkflow).
+func (m *Service) callWorkflow(ctx context.Context, w record.Workflow, inputs json.RawMessage) (workflow.Outcome, error) {
 	var caller *policy.Caller
 	if c, ok := policy.CallerFrom(ctx); ok {
 		caller = &c

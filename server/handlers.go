@@ -303,11 +303,15 @@ type sessionJSON struct {
 	// LastSeq is the seq of the session's last event: where a client that
 	// has seen everything resumes from.
 	LastSeq int64 `json:"last_seq"`
+	// Title is the name users gave the session (PATCH), "" if none.
+	Title string `json:"title"`
+	// WorkflowTool is the workflow the session runs as run_current_flow.
+	WorkflowTool *workflowToolJSON `json:"workflow_tool,omitempty"`
 }
 
 func toSessionJSON(s session.Session) sessionJSON {
 	return sessionJSON{SessionID: s.ID, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
-		MessageCount: s.MessageCount, LastSeq: s.LastSeq}
+		MessageCount: s.MessageCount, LastSeq: s.LastSeq, Title: s.Title, WorkflowTool: workflowToolOf(s)}
 }
 
 // sessionIDRule is what validSessionID accepts, as an error message.
@@ -333,7 +337,8 @@ func validSessionID(id string) bool {
 
 func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 	var q struct {
-		SessionID string `json:"session_id"`
+		SessionID    string            `json:"session_id"`
+		WorkflowTool *workflowToolJSON `json:"workflow_tool"`
 	}
 	if !decodeBody(w, r, &q) {
 		return
@@ -342,7 +347,13 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errInvalidRequest, sessionIDRule)
 		return
 	}
-	sess, err := s.rt.CreateSession(r.Context(), q.SessionID)
+	var opt session.CreateOptions
+	if q.WorkflowTool != nil {
+		if opt.WorkflowTool = s.checkWorkflowTool(w, r, *q.WorkflowTool); opt.WorkflowTool == "" {
+			return
+		}
+	}
+	sess, err := s.rt.CreateSessionWith(r.Context(), q.SessionID, opt)
 	if err != nil {
 		if errors.Is(err, session.ErrExists) {
 			writeError(w, http.StatusConflict, errConflict, "session "+quote(q.SessionID)+" already exists")
@@ -353,9 +364,10 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/sessions/"+sess.ID)
 	writeJSON(w, http.StatusCreated, struct {
-		SessionID string    `json:"session_id"`
-		CreatedAt time.Time `json:"created_at"`
-	}{sess.ID, sess.CreatedAt.UTC()})
+		SessionID    string            `json:"session_id"`
+		CreatedAt    time.Time         `json:"created_at"`
+		WorkflowTool *workflowToolJSON `json:"workflow_tool,omitempty"`
+	}{sess.ID, sess.CreatedAt.UTC(), workflowToolOf(sess)})
 }
 
 // handleListSessions pages through sessions, newest first: ?limit= (1 to

@@ -283,7 +283,7 @@ func TestSessions(t *testing.T) {
 			resp := a.do(tc.method, tc.path, tc.body)
 			allow := resp.Header.Get("Allow")
 			decodeErr(t, resp, tc.status, tc.typ)
-			if tc.status == 405 && allow != "GET, DELETE, OPTIONS" {
+			if tc.status == 405 && allow != "GET, PATCH, DELETE, OPTIONS" {
 				t.Fatalf("Allow %q", allow)
 			}
 		})

@@ -209,6 +209,7 @@ func buildRuns(tb testing.TB, o runsOptions) *runsAPI {
 			tb.Fatal(err)
 		}
 		cfg.Runs = ra.runs
+		rt.SetFlowTools(ra.runs)
 		ra.bg, err = run.NewBackground(context.Background(), run.BackgroundConfig{Runs: ra.runs, Schedules: db, Hooks: rt.FireHook, Secrets: rt.Secrets(), Logger: log})
 		if err != nil {
 			tb.Fatal(err)

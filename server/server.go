@@ -182,6 +182,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /v1/sessions", s.handleListSessions)
 	mux.HandleFunc("GET /v1/sessions/{id}", s.handleGetSession)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleDeleteSession)
+	mux.HandleFunc("PATCH /v1/sessions/{id}", s.handlePatchSession) // sessionmeta.go
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", s.handleMessages)
 	mux.HandleFunc("GET /v1/sessions/{id}/events", s.handleEvents)
 	mux.HandleFunc("POST /v1/sessions/{id}/permissions/{request_id}", s.handlePermission)
@@ -194,6 +195,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("PUT /v1/settings/permissions", s.handlePutServerPermissions)
 	mux.HandleFunc("GET /v1/sessions/{id}/permissions", s.handleGetSessionPermissions)
 	mux.HandleFunc("PUT /v1/sessions/{id}/permissions", s.handlePutSessionPermissions)
+	mux.HandleFunc("GET /v1/hooks", s.handleListHooks) // sessionmeta.go
 	mux.HandleFunc("GET /v1/plugin-hooks", s.handleListPlugins)
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)

@@ -22,6 +22,7 @@ func (s *Server) registerTaskRoutes(mux *http.ServeMux) {
 		h("GET "+prefix+"/schedules", s.handleListSchedules)
 		h("GET "+prefix+"/schedules/{id}", s.handleGetSchedule)
 		h("DELETE "+prefix+"/schedules/{id}", s.handleDeleteSchedule)
+		h("PATCH "+prefix+"/schedules/{id}", s.handlePatchSchedule) // schedpause.go
 	}
 }
 

@@ -139,6 +139,8 @@ func (rt *Service) SetSessionPermissions(ctx context.Context, id string, p Permi
 	if mode == permission.ModeBypass && !rt.cfg.AllowBypass {
 		return fmt.Errorf("%w: bypass mode must be enabled when the server starts (--permission-mode bypass)", ErrForbidden)
 	}
+	rt.metaMu.Lock()
+	defer rt.metaMu.Unlock()
 	s, err := rt.cfg.Store.GetSession(ctx, id)
 	if err != nil {
 		return err

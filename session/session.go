@@ -198,6 +198,12 @@ type Service struct {
 	// reading without polMu.
 	hooks   *hook.Manager
 	secrets *secret.Set
+
+	// flows makes run_current_flow for sessions bound to a workflow.
+	flows flowTools
+	// metaMu serializes the read-modify-writes of session headers (title,
+	// permissions in the metadata), which UpdateSession replaces whole.
+	metaMu sync.Mutex
 }
 
 // live is a session's in-memory state: its agent session (history), the
@@ -308,11 +314,7 @@ func (rt *Service) CreateSession(ctx context.Context, id string) (record.Session
 	if id == "" {
 		id = NewSessionID()
 	}
-	sess, err := rt.cfg.Store.CreateSession(ctx, record.Session{ID: id})
-	if err == nil {
-		rt.fireHook(hook.SessionStart, id, func(in *hook.Input) { in.Extra = map[string]any{"source": "startup"} })
-	}
-	return sess, err
+	return rt.CreateSessionWith(ctx, id, CreateOptions{})
 }
 
 // GetSession returns a session's header.

@@ -197,6 +197,9 @@ func (rt *Service) agentFor(l *live, opt TurnOptions) (*agent.Agent, error) {
 		Logger: rt.log, Policy: rt.policyFor(l), Approve: rt.approver(l), Checkpoint: rt.checkpointer(l),
 		Observer: rt.cfg.Observer, Budget: rt.budget(opt), ApproveBudget: rt.budgetApprover(l),
 	}
+	if cfg.Tools, err = rt.toolsFor(l); err != nil {
+		return nil, err
+	}
 	if rt.cfg.Usage != nil {
 		cfg.OnUsage = usageRecorder(rt.cfg.Usage, l.id, "", rt.log)
 	}

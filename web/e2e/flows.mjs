@@ -1,7 +1,7 @@
 // End-to-end scenarios of the Flows view (seed 001's canvas), run by
 // run.mjs with the others: a flow built by drag and drop, saved, reopened
 // unchanged and run from the dialog; undo and redo across ten edits; the
-// chat dock's run_current_flow (skipped until the API has it); and the
+// chat dock's run_current_flow; and the
 // 64-node canvas figure of docs/benchmarks.md.
 
 import path from 'node:path'
@@ -336,8 +336,6 @@ export const flowTests = [
     await node(page, 'find').locator('[data-test=flow-node][data-status=completed]').waitFor()
     assert.deepEqual(page.errors, [])
     await page.context().close()
-  }, {
-    skip: 'the API has no run_current_flow yet: POST /v1/sessions {"workflow_tool": {"workflow_id"}} is proposed in docs/ui.md ("API additions needed")',
   }],
 
   ['flows: a 64-node canvas stays responsive while dragging (figure)', async (env) => {

@@ -2,7 +2,7 @@
 // the UI uses the public API and nothing else.
 
 import type {
-  AuditEntry, ErrorBody, Permissions, PluginInfo, Plan, RunDetail, RunPage, RunRequest,
+  AuditEntry, ErrorBody, HookInfo, Permissions, PluginInfo, Plan, RunDetail, RunPage, RunRequest,
   Schedule, Session, SessionPage, Task, ToolInfo, Workflow,
 } from './types'
 
@@ -117,6 +117,7 @@ export class Client {
   get<T>(path: string, q?: Query) { return this.request<T>('GET', withQuery(path, q)) }
   post<T>(path: string, body?: unknown) { return this.request<T>('POST', path, body) }
   put<T>(path: string, body?: unknown) { return this.request<T>('PUT', path, body) }
+  patch<T>(path: string, body?: unknown) { return this.request<T>('PATCH', path, body) }
   del<T>(path: string) { return this.request<T>('DELETE', path) }
 
   // ---- sessions --------------------------------------------------------------
@@ -127,6 +128,7 @@ export class Client {
     return this.post<{ session_id: string; created_at: string }>('/v1/sessions', id ? { session_id: id } : {})
   }
   deleteSession(id: string) { return this.del<{ status: string }>(`/v1/sessions/${enc(id)}`) }
+  renameSession(id: string, title: string) { return this.patch<Session>(`/v1/sessions/${enc(id)}`, { title }) }
   cancelSession(id: string) { return this.post<{ status: string }>(`/v1/sessions/${enc(id)}/cancel`) }
 
   /**
@@ -153,6 +155,7 @@ export class Client {
   }
   getServerPermissions() { return this.get<{ permissions: Permissions }>('/v1/settings/permissions') }
   putServerPermissions(p: Permissions) { return this.put<{ permissions: Permissions }>('/v1/settings/permissions', p) }
+  listHooks() { return this.get<{ hooks: HookInfo[]; count: number }>('/v1/hooks') }
   listPlugins() { return this.get<{ plugins: PluginInfo[]; count: number }>('/v1/plugin-hooks') }
   trustPlugin(id: string, trust: boolean) {
     return this.request<{ id: string; trusted: boolean }>(trust ? 'POST' : 'DELETE', `/v1/plugin-hooks/${enc(id)}/trust`)
@@ -195,6 +198,7 @@ export class Client {
     return this.post<Schedule>('/v1/schedules', body)
   }
   deleteSchedule(id: string) { return this.del<unknown>(`/v1/schedules/${enc(id)}`) }
+  setScheduleActive(id: string, active: boolean) { return this.patch<Schedule>(`/v1/schedules/${enc(id)}`, { active }) }
 }
 
 export function enc(s: string): string {

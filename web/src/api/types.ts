@@ -16,6 +16,10 @@ export interface Session {
   updated_at: string
   message_count: number
   last_seq: number
+  /** The name users gave the session ("" when none). */
+  title?: string
+  /** The workflow the session runs as run_current_flow (the Flows dock). */
+  workflow_tool?: { workflow_id: string; tool_name: string }
 }
 
 export interface SessionPage {
@@ -87,6 +91,23 @@ export interface Permissions {
 }
 
 export interface PluginInfo { id: string; trusted: boolean; hooks: number }
+
+/** A configured hook (GET /v1/hooks): secrets are redacted by the server. */
+export interface HookInfo {
+  name: string
+  event: string
+  matcher?: string
+  type: 'command' | 'http' | 'func'
+  command?: string
+  url?: string
+  timeout_ms: number
+  async?: boolean
+  plugin?: string
+  trusted: boolean
+  dir?: string
+  env?: string[]
+  headers?: string[]
+}
 
 export interface AuditEntry {
   id: number

@@ -25,7 +25,7 @@ export default {
   },
   chat: {
     sessions: 'Sessions', newSession: 'New chat', searchSessions: 'Search sessions', noSessions: 'No sessions yet.',
-    deleteSession: 'Delete session', messages: '{n} messages', placeholder: 'Message weft… (Enter to send, Shift+Enter for a new line)',
+    deleteSession: 'Delete session', renameSession: 'Rename', renamePrompt: 'Name of this chat (empty to clear):', messages: '{n} messages', placeholder: 'Message weft… (Enter to send, Shift+Enter for a new line)',
     send: 'Send', stop: 'Stop', pickSession: 'Pick a session or start a new chat.', queued: 'queued', dropped: 'not sent ({reason})',
     thinking: 'Thinking', thinkingLive: 'Thinking…', tokens: '{input} in · {output} out', cost: 'US$ {cost}',
     usageTitle: 'Tokens and cost of this session (from turn_end events)',
@@ -64,7 +64,7 @@ export default {
     lastRun: 'Last run', lastError: 'Last error', runs: 'Runs', active: 'active', inactive: 'inactive', expires: 'Expires',
     newSchedule: 'New schedule', interval: 'Interval (seconds, at least 60)', inputs: 'Inputs (JSON)', recurring: 'recurring',
     runNow: 'run once now', create: 'Create', deleteSchedule: 'Delete schedule',
-    toggleMissing: 'Pausing a schedule needs an endpoint the API does not have yet: delete it and create it again.',
+    pause: 'Pause', resume: 'Resume',
   },
   settings: {
     permissions: 'Permissions', mode: 'Permission mode', allow: 'Allow rules', ask: 'Ask rules', deny: 'Deny rules',
@@ -75,7 +75,7 @@ export default {
       auto: 'auto: file edits in the workspace run, the rest asks', bypass: 'bypass: asks nothing (only if the server started with it)',
     },
     plugins: 'Plugin hooks', noPlugins: 'No plugin contributes hooks.', trust: 'Trust', untrust: 'Revoke trust', trusted: 'trusted',
-    untrusted: 'not trusted', hooks: '{n} hooks', hooksNote: 'Hooks come from settings files (~/.weft/settings.json, .weft/settings.json, --settings); plugin hooks run only once trusted.',
+    untrusted: 'not trusted', hooks: '{n} hooks', hooksNote: 'Hooks come from settings files (~/.weft/settings.json, .weft/settings.json, --settings); plugin hooks run only once trusted.', configuredHooks: 'Hooks', noHooks: 'No hooks configured.', hookAsync: 'async', hookEnv: 'env', hookHeaders: 'headers',
     language: 'Language', token: 'Access token',
   },
   audit: {

@@ -27,7 +27,7 @@ const zh: typeof en = {
   },
   chat: {
     sessions: '会话', newSession: '新对话', searchSessions: '搜索会话', noSessions: '还没有会话。',
-    deleteSession: '删除会话', messages: '{n} 条消息', placeholder: '给 weft 发消息…（Enter 发送，Shift+Enter 换行）',
+    deleteSession: '删除会话', renameSession: '重命名', renamePrompt: '此对话的名称（留空则清除）：', messages: '{n} 条消息', placeholder: '给 weft 发消息…（Enter 发送，Shift+Enter 换行）',
     send: '发送', stop: '停止', pickSession: '选择一个会话或开始新对话。', queued: '排队中', dropped: '未发送（{reason}）',
     thinking: '思考过程', thinkingLive: '思考中…', tokens: '输入 {input} · 输出 {output}', cost: 'US$ {cost}',
     usageTitle: '本会话的 token 与费用（来自 turn_end 事件）',
@@ -66,7 +66,7 @@ const zh: typeof en = {
     lastRun: '上次运行', lastError: '上次错误', runs: '运行次数', active: '启用', inactive: '停用', expires: '过期时间',
     newSchedule: '新建定时任务', interval: '间隔（秒，至少 60）', inputs: '输入（JSON）', recurring: '重复',
     runNow: '立即运行一次', create: '创建', deleteSchedule: '删除定时任务',
-    toggleMissing: '暂停定时任务需要 API 提供相应端点（尚未提供）：可先删除，之后重新创建。',
+    pause: '暂停', resume: '恢复',
   },
   settings: {
     permissions: '权限', mode: '权限模式', allow: '允许规则', ask: '询问规则', deny: '拒绝规则',
@@ -77,7 +77,7 @@ const zh: typeof en = {
       auto: 'auto：工作区内的文件编辑直接运行，其余询问', bypass: 'bypass：从不询问（仅当服务器以此模式启动）',
     },
     plugins: '插件钩子', noPlugins: '没有插件提供钩子。', trust: '信任', untrust: '取消信任', trusted: '已信任',
-    untrusted: '未信任', hooks: '{n} 个钩子', hooksNote: '钩子来自设置文件（~/.weft/settings.json、.weft/settings.json、--settings）；插件钩子需显式信任后才会运行。',
+    untrusted: '未信任', hooks: '{n} 个钩子', hooksNote: '钩子来自设置文件（~/.weft/settings.json、.weft/settings.json、--settings）；插件钩子需显式信任后才会运行。', configuredHooks: '钩子', noHooks: '没有配置钩子。', hookAsync: '异步', hookEnv: '环境变量', hookHeaders: '请求头',
     language: '语言', token: '访问令牌',
   },
   audit: {
