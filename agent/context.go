@@ -358,17 +358,7 @@ func (a *Agent) compactModel() (llm.Provider, string, llm.ModelInfo) {
 func (r *run) callSummary(prov llm.Provider, info llm.ModelInfo, req *llm.Request) (string, error) {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		var res llm.Result
-		for ev := range prov.Stream(r.ctx, req) {
-			switch ev.Kind {
-			case llm.EventMessageDone:
-				res.Message = *ev.Message
-			case llm.EventUsage:
-				res.Usage = ev.Usage
-			case llm.EventOutcome:
-				res.Outcome = ev.Outcome
-			}
-		}
+		res := llm.Collect(prov.Stream(r.ctx, req))
 		cost := info.Cost(res.Usage)
 		r.usage.Add(res.Usage)
 		r.cost += cost
