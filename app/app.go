@@ -7,11 +7,14 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +23,7 @@ import (
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/compact"
 	"github.com/weft-run/weft/internal/approval"
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/memory"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
@@ -113,6 +117,13 @@ type Config struct {
 	// metrics, version); its service fields are filled in by New.
 	Server server.Config
 
+	// NodeID names this process among the nodes sharing the store ("":
+	// the host name and a random suffix); LeaseTTL is how long its claims
+	// on work (a session's turns, a run, the scheduler) outlive it when it
+	// dies without a word (0: lease.DefaultTTL).
+	NodeID   string
+	LeaseTTL time.Duration
+
 	// ShutdownTimeout bounds Run's shutdown after its context ends (0:
 	// 30s).
 	ShutdownTimeout time.Duration
@@ -134,6 +145,9 @@ type App struct {
 	// Background holds the background tasks and schedules.
 	Background *run.Background
 	Server     *server.Server
+	// Leases claims this node's work: from the store when it is shared by
+	// several nodes (store.Leases), in memory otherwise.
+	Leases *lease.Keeper
 
 	closeStore func() error // when New opened the store
 	hooks      *hook.Manager
@@ -189,6 +203,15 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 			return nil, err
 		}
 		a.closeStore, st = opened.Close, opened
+	}
+	nodeID := cfg.NodeID
+	if nodeID == "" {
+		nodeID = DefaultNodeID()
+	}
+	if ls, ok := st.(store.Leases); ok {
+		a.Leases = lease.NewKeeper(ls, nodeID, cfg.LeaseTTL, a.log)
+	} else {
+		a.Leases = lease.NewKeeper(lease.NewLocal(), nodeID, cfg.LeaseTTL, a.log)
 	}
 	if pol.Secrets != nil {
 		// Everything below gets only this: no row it writes holds a
@@ -456,4 +479,16 @@ func (a *App) stop(ctx context.Context) error {
 		step("store", a.closeStore())
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultNodeID is a node id for a process that was given none: the host
+// name and a random suffix, so that two processes on one host differ.
+func DefaultNodeID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "node"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
 }

@@ -75,3 +75,14 @@ type OpenTurns struct {
 	// when none. The messages in (Answered, Accepted] never started.
 	Accepted, Answered, Running int64
 }
+
+// Lease is a named piece of work held by one holder (a node) until
+// ExpiresAt, by the store's clock. Epoch grows with every new holder, so
+// that a holder that lost the lease and got it back is told apart.
+type Lease struct {
+	Name       string    `json:"name"`
+	Holder     string    `json:"holder"`
+	Epoch      int64     `json:"epoch"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}

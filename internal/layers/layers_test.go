@@ -26,6 +26,8 @@ var ranks = map[string]int{
 	"llm": 2,
 	// Tools, the store contract and its implementations, the approval broker.
 	"tool": 3, "tool/workflow": 3, "store": 3, "internal/approval": 3,
+	// Leases on the store contract.
+	"internal/lease": 4,
 	// The policy stages, the tools that need them, plans, prompts, the
 	// event log.
 	"policy": 4, "tool/builtin": 4, "tool/mcp": 4, "plan": 4, "vision": 4, "prompt": 4, "eventlog": 4, "memory": 4,

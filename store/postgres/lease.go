@@ -7,22 +7,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/store"
 )
 
-// Lease is a named piece of work held by one holder (a node) until
-// ExpiresAt, by the database's clock. Epoch grows with every new holder.
-type Lease struct {
-	Name       string
-	Holder     string
-	Epoch      int64
-	AcquiredAt time.Time
-	ExpiresAt  time.Time
-}
+// Lease is a named piece of work held by one holder; see record.Lease.
+type Lease = record.Lease
 
-// ErrLeaseLost is returned by RenewLease when the lease expired or passed
-// to another holder: whatever the holder was doing under it may now be
-// done by someone else, and it must stop.
-var ErrLeaseLost = errors.New("postgres: lease lost")
+// ErrLeaseLost is store.ErrLeaseLost.
+var ErrLeaseLost = store.ErrLeaseLost
+
+var _ store.Leases = (*DB)(nil)
 
 func checkTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {

@@ -1,0 +1,133 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/store"
+)
+
+func TestHoldIsExclusiveAndRenewed(t *testing.T) {
+	ctx := context.Background()
+	ls := NewLocal()
+	a := NewKeeper(ls, "node-a", 90*time.Millisecond, nil)
+	b := NewKeeper(ls, "node-b", 90*time.Millisecond, nil)
+
+	ha, err := a.Hold(ctx, "session:s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renewals keep it a's well past one TTL.
+	time.Sleep(300 * time.Millisecond)
+	var held *HeldError
+	if _, err := b.Hold(ctx, "session:s1"); !errors.As(err, &held) || held.Lease.Holder != "node-a" {
+		t.Fatalf("b took a's renewed lease: %v", err)
+	}
+	select {
+	case <-ha.Lost():
+		t.Fatal("a renewed lease counts as lost")
+	default:
+	}
+	if err := ha.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-ha.Lost() // released: whatever ran under it stops
+	hb, err := b.Hold(ctx, "session:s1")
+	if err != nil {
+		t.Fatalf("b cannot take a released lease: %v", err)
+	}
+	if hb.Lease().Epoch <= ha.Lease().Epoch {
+		t.Fatalf("epoch did not grow: %d then %d", ha.Lease().Epoch, hb.Lease().Epoch)
+	}
+	_ = hb.Release(ctx)
+}
+
+func TestAbandonedLeaseExpiresAndIsTakenOver(t *testing.T) {
+	ctx := context.Background()
+	ls := NewLocal()
+	a := NewKeeper(ls, "node-a", 60*time.Millisecond, nil)
+	b := NewKeeper(ls, "node-b", 60*time.Millisecond, nil)
+	ha, err := a.Hold(ctx, "run:r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha.Abandon() // as kill -9 would
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		hb, err := b.Hold(ctx, "run:r1")
+		if err == nil {
+			if hb.Lease().Holder != "node-b" {
+				t.Fatalf("holder %q", hb.Lease().Holder)
+			}
+			_ = hb.Release(ctx)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("abandoned lease never expired: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// a's old lease is gone: renewing it says so.
+	if _, err := ls.RenewLease(ctx, ha.Lease(), time.Second); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewing a taken-over lease: %v", err)
+	}
+}
+
+// flaky is a store.Leases whose renewals fail the way told.
+type flaky struct {
+	*Local
+	renewErr atomic.Value // error
+}
+
+func (f *flaky) RenewLease(ctx context.Context, l record.Lease, ttl time.Duration) (record.Lease, error) {
+	if err, _ := f.renewErr.Load().(error); err != nil {
+		return record.Lease{}, err
+	}
+	return f.Local.RenewLease(ctx, l, ttl)
+}
+
+func TestLostIsSignalled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"taken by another", store.ErrLeaseLost},
+		{"store unreachable past expiry", errors.New("connection refused")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &flaky{Local: NewLocal()}
+			k := NewKeeper(f, "node-a", 60*time.Millisecond, nil)
+			h, err := k.Hold(context.Background(), "scheduler")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.renewErr.Store(tc.err)
+			select {
+			case <-h.Lost():
+			case <-time.After(2 * time.Second):
+				t.Fatal("a lease that could not be renewed is not reported lost")
+			}
+			_ = h.Release(context.Background())
+		})
+	}
+}
+
+func TestLocalRejectsBadInput(t *testing.T) {
+	ls := NewLocal()
+	for _, tc := range []struct {
+		name, lease, holder string
+		ttl                 time.Duration
+	}{
+		{"no name", "", "a", time.Second},
+		{"no holder", "x", "", time.Second},
+		{"tiny ttl", "x", "a", time.Microsecond},
+	} {
+		if _, _, err := ls.AcquireLease(context.Background(), tc.lease, tc.holder, tc.ttl); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
