@@ -201,6 +201,11 @@ func (d *decoder) decode(data []byte) error {
 	}
 	// Whatever the fast path left in d.c goes; encoding/json decides.
 	d.c.reset()
+	return d.decodeJSON(data)
+}
+
+// decodeJSON decodes an object payload with encoding/json.
+func (d *decoder) decodeJSON(data []byte) error {
 	if d.dec == nil {
 		d.dec = json.NewDecoder(&d.fr)
 	}

@@ -224,3 +224,40 @@ func FuzzFastChunk(f *testing.F) {
 		checkFast(t, &s, prev, payload)
 	})
 }
+
+// BenchmarkDecodeChunk decodes a stream's worth of frames (a tool call's
+// and a text answer's, as the fakes render them) with the fast path and
+// with encoding/json alone.
+func BenchmarkDecodeChunk(b *testing.B) {
+	req := &llmtest.Request{Body: []byte(`{"model":"m","stream_options":{"include_usage":true}}`)}
+	sc := llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("call_1", "echo", `{"te`, `xt":"`, `hello"}`),
+		llmtest.TextBlock(strings.Fields("The tool said hello , so the answer is hello and that is all there is to say about it .")...)},
+		Usage: llm.Usage{InputTokens: 120, OutputTokens: 20}}
+	var payloads [][]byte
+	for _, fr := range (&llmtest.OpenAIProtocol{}).Frames(&sc, req) {
+		if data, ok := strings.CutPrefix(strings.TrimSpace(fr), "data: "); ok && data != "[DONE]" {
+			payloads = append(payloads, []byte(data))
+		}
+	}
+	for _, bc := range []struct {
+		name   string
+		decode func(d *decoder, p []byte) error
+	}{
+		{"fast", (*decoder).decode},
+		{"encoding-json", (*decoder).decodeJSON},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			d := decoder{name: "openai"}
+			for b.Loop() {
+				for _, p := range payloads {
+					d.c.reset()
+					if err := bc.decode(&d, p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(payloads)), "ns/frame")
+		})
+	}
+}
