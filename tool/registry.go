@@ -186,10 +186,14 @@ func (r *Registry) Specs() []Spec {
 // LLMSpecs returns what the model is told about the registered tools, in
 // registration order.
 func (r *Registry) LLMSpecs() []llm.ToolSpec {
-	specs := r.Specs()
-	out := make([]llm.ToolSpec, len(specs))
-	for i, s := range specs {
-		out[i] = s.LLM()
+	// The engine asks for these on every model call: built here directly
+	// rather than through Specs, which copies every whole Spec first.
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]llm.ToolSpec, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = e.spec.LLM()
+		out[i].InputSchema = bytes.Clone(e.spec.InputSchema)
 	}
 	return out
 }

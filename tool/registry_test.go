@@ -297,6 +297,25 @@ func TestLLMSpecs(t *testing.T) {
 		t.Errorf("LLMSpecs JSON\n got %s\nwant %s", b, want)
 	}
 	var _ []llm.ToolSpec = got
+
+	// The schema is the caller's copy: changing it leaves the registry's.
+	got[0].InputSchema[0] = '['
+	if again := r.LLMSpecs(); again[0].InputSchema[0] != '{' {
+		t.Fatalf("stored schema was modified: %s", again[0].InputSchema)
+	}
+}
+
+// TestLLMSpecsAllocs: the engine calls LLMSpecs on every model call; it
+// costs the slice and one copy of each schema, nothing else (it used to
+// copy every whole Spec first).
+func TestLLMSpecsAllocs(t *testing.T) {
+	r := mustRegistry(t,
+		withSchema(newTool("Read", Meta{ReadOnly: true}, nil), `{"type":"object","properties":{"file_path":{"type":"string"}}}`),
+		withSchema(newTool("Grep", Meta{ReadOnly: true}, nil), `{"type":"object","properties":{"pattern":{"type":"string"}}}`),
+	)
+	if n := testing.AllocsPerRun(100, func() { _ = r.LLMSpecs() }); n > 1+2 {
+		t.Fatalf("%.0f allocations per call for two tools, want at most 3", n)
+	}
 }
 
 func TestRegistryConcurrentMutation(t *testing.T) {

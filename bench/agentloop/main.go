@@ -39,9 +39,10 @@ func main() {
 	rounds := flag.Int("rounds", 5, "alternating rounds; medians are reported")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of engine-only runs to this file and exit")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of engine-only runs to this file and exit")
+	bareProfile := flag.Bool("profilebare", false, "profile the bare client's runs instead of the engine's, to compare the two profiles")
 	flag.Parse()
 	if *cpuprofile != "" || *memprofile != "" {
-		if err := profile(*runs, *cpuprofile, *memprofile); err != nil {
+		if err := profile(*runs, *cpuprofile, *memprofile, *bareProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "agentloop:", err)
 			os.Exit(1)
 		}
@@ -253,14 +254,19 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// profile runs the engine alone under the profilers, for finding its
-// overhead.
-func profile(runs int, cpu, mem string) error {
-	_, a, stop, err := setup()
+// profile runs the engine (or, with bare, the bare client) alone under the
+// profilers, for finding the engine's overhead.
+func profile(runs int, cpu, mem string, bare bool) error {
+	base, a, stop, err := setup()
 	if err != nil {
 		return err
 	}
 	defer stop()
+	run := func() error { return engineRun(a) }
+	if bare {
+		client := &http.Client{}
+		run = func() error { return bareRun(client, base) }
+	}
 	if cpu != "" {
 		f, err := os.Create(cpu)
 		if err != nil {
@@ -276,7 +282,7 @@ func profile(runs int, cpu, mem string) error {
 		runtime.MemProfileRate = 512
 	}
 	for range runs {
-		if err := engineRun(a); err != nil {
+		if err := run(); err != nil {
 			return err
 		}
 	}

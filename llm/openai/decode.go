@@ -110,6 +110,10 @@ type decoder struct {
 	dec  *json.Decoder
 	fr   frameReader
 	feed int64 // bytes handed to dec so far
+	// fast decodes the usual frames without encoding/json (fastdecode.go);
+	// usage is where it puts a frame's usage.
+	fast  fastScanner
+	usage chunkUsage
 }
 
 // frameReader hands the decoder the current frame's payload.
@@ -192,6 +196,16 @@ func (d *decoder) decode(data []byte) error {
 	if len(data) == 0 || data[0] != '{' {
 		return d.malformed("not a JSON object", nil)
 	}
+	if d.fast.chunk(data, &d.c, &d.usage) {
+		return nil
+	}
+	// Whatever the fast path left in d.c goes; encoding/json decides.
+	d.c.reset()
+	return d.decodeJSON(data)
+}
+
+// decodeJSON decodes an object payload with encoding/json.
+func (d *decoder) decodeJSON(data []byte) error {
 	if d.dec == nil {
 		d.dec = json.NewDecoder(&d.fr)
 	}
