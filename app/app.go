@@ -262,7 +262,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Runs, err = run.New(base, run.Config{Runs: st, Workflows: st, Audits: st, Tools: tools,
 		Models: cfg.Models, DefaultModel: cfg.DefaultModel, Policy: a.Sessions.ServerPolicy, AllowBypass: cfg.AllowBypass,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals,
-		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log})
+		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log,
+		Budget: cfg.Budget, Usage: st, Observer: cfg.Observer})
 	if err != nil {
 		return nil, err
 	}
