@@ -43,7 +43,9 @@ func newBudgetRig(t *testing.T, def agent.Budget, obs observe.Observer, scripts 
 		t.Fatal(err)
 	}
 	echo := tool.Func("echo", "returns its text", tool.Meta{ReadOnly: true, ConcurrencySafe: true},
-		func(ctx context.Context, in textIn, _ *tool.Call) (tool.Result, error) { return tool.Text(in.Text), nil })
+		func(ctx context.Context, in textIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Text(in.Text), nil
+		})
 	reg, err := tool.NewRegistry(echo)
 	if err != nil {
 		t.Fatal(err)
