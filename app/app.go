@@ -90,13 +90,13 @@ type Config struct {
 	Context                           compact.Config
 	CompactModel                      string
 	ContextWindow, MaxContextMessages int
-	// Budget is every session turn's default budget (a request's
-	// max_budget_usd / max_tokens_total replace its limits).
+	// Budget is every session turn's and every run's default budget (a
+	// request's max_budget_usd / max_tokens_total replace its limits).
 	Budget agent.Budget
 	// Memory enables cross-session memory: the memory tools, and relevant
 	// memories given to the planner.
 	Memory bool
-	// Observer receives what the sessions' turns do (observe.Observer;
+	// Observer receives what the sessions' turns and the runs do (observe.Observer;
 	// promobs.Metrics turns it into the weft_* series); nil means none.
 	Observer observe.Observer
 	// Gauges, when set, gets the gauges only the application knows

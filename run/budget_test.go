@@ -29,7 +29,8 @@ func (m pricedModels) Resolve(string) (llm.Provider, llm.ModelInfo, error) {
 }
 
 // budgetRig is a run service over a temp SQLite store (its cost history
-// too) with a priced scripted planner and an echo tool.
+// too) with a priced scripted planner and two tools: echo (returns its
+// text) and fail (always fails).
 type budgetRig struct {
 	db   *sqlite.DB
 	p    *llmtest.Scripted
@@ -46,7 +47,11 @@ func newBudgetRig(t *testing.T, def agent.Budget, obs observe.Observer, scripts 
 		func(ctx context.Context, in textIn, _ *tool.Call) (tool.Result, error) {
 			return tool.Text(in.Text), nil
 		})
-	reg, err := tool.NewRegistry(echo)
+	fail := tool.Func("fail", "always fails", tool.Meta{ReadOnly: true},
+		func(ctx context.Context, in textIn, _ *tool.Call) (tool.Result, error) {
+			return tool.Errorf("broken: %s", in.Text), nil
+		})
+	reg, err := tool.NewRegistry(echo, fail)
 	if err != nil {
 		t.Fatal(err)
 	}
