@@ -277,7 +277,7 @@ func (x *execution) followed() bool {
 	if x.p.caller != nil && !x.p.detached {
 		return false
 	}
-	return x.m.elog.Readers(x.lr.id) > 0 || (x.p.caller == nil && !x.auto && !x.p.cfg.autoApprove())
+	return x.m.elog.Readers(x.lr.id) > 0 || x.p.approve || x.p.review != ""
 }
 
 // askBudget records the budget_request and gets its answer: from a
