@@ -46,7 +46,8 @@ func benchWorkspace(b *testing.B, n int) (*Workspace, string) {
 // BenchmarkCheckpoint10k is the cost of one checkpoint of a 10,000-file
 // workspace, warm, after one file changed: what a Write waits for before
 // it runs ("snapshot"), and with the record of how the call left the
-// workspace after it ran, the stage's whole cost per call ("call").
+// workspace after it ran, the stage's whole cost per call ("call"); and
+// with nothing changed since the turn's checkpoint ("unchanged").
 //
 //	go test -run '^$' -bench Checkpoint10k -benchtime 50x ./checkpoint/
 func BenchmarkCheckpoint10k(b *testing.B) {
@@ -79,5 +80,22 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 				}
 			}
 		})
-	}
+	} // Nothing changed since the last checkpoint of the turn: what a
+	// second Write of the same turn waits for before it runs.
+	b.Run("unchanged", func(b *testing.B) {
+		turn++
+		if _, err := w.Snapshot(ctx, Meta{Session: "bench", Turn: turn, Tool: "Write"}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			cp, err := w.Snapshot(ctx, Meta{Session: "bench", Turn: turn, Tool: "Write"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !cp.Reused {
+				b.Fatal("an unchanged workspace was checkpointed again")
+			}
+		}
+	})
 }

@@ -129,6 +129,14 @@ func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, e
 	if m := w.s.opts.MaxFiles; m > 0 && len(add) > m {
 		return "", fmt.Errorf("%w: %d to add, at most %d", ErrTooManyFiles, len(add), m)
 	}
+	if len(add) == 0 && len(remove) == 0 && !refresh {
+		// Nothing changed since the index was written: its cache tree is
+		// the snapshot, and neither git write-tree nor a new index is
+		// needed.
+		if _, root, ok := indexEntries(before, nil); ok && root != "" {
+			return root, nil
+		}
+	}
 	if len(remove) > 0 {
 		if _, err := g.run(ctx, bytes.NewReader(nulJoin(remove)), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return "", err
