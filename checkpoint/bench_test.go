@@ -60,6 +60,7 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 			name = "call"
 		}
 		b.Run(name, func(b *testing.B) {
+			defer reportCPU(b)()
 			for i := range b.N {
 				turn++
 				p := filepath.Join(ws, fmt.Sprintf("pkg%03d", i%100), fmt.Sprintf("f%05d.go", (i%100)*100))
@@ -88,6 +89,7 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
+		defer reportCPU(b)()
 		for range b.N {
 			cp, err := w.Snapshot(ctx, Meta{Session: "bench", Turn: turn, Tool: "Write"})
 			if err != nil {
@@ -98,4 +100,14 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// reportCPU adds cpu-ms/op, the CPU time weft and its git processes used
+// per iteration (cpuTime), to the benchmark's figures when the returned
+// function runs.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	}
 }
