@@ -94,13 +94,13 @@ type Config struct {
 	Context                           compact.Config
 	CompactModel                      string
 	ContextWindow, MaxContextMessages int
-	// Budget is every session turn's default budget (a request's
-	// max_budget_usd / max_tokens_total replace its limits).
+	// Budget is every session turn's and every run's default budget (a
+	// request's max_budget_usd / max_tokens_total replace its limits).
 	Budget agent.Budget
 	// Memory enables cross-session memory: the memory tools, and relevant
 	// memories given to the planner.
 	Memory bool
-	// Observer receives what the sessions' turns do (observe.Observer;
+	// Observer receives what the sessions' turns and the runs do (observe.Observer;
 	// promobs.Metrics turns it into the weft_* series); nil means none.
 	Observer observe.Observer
 	// Gauges, when set, gets the gauges only the application knows
@@ -285,7 +285,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Runs, err = run.New(base, run.Config{Runs: st, Workflows: st, Audits: st, Tools: tools,
 		Models: cfg.Models, DefaultModel: cfg.DefaultModel, Policy: a.Sessions.ServerPolicy, AllowBypass: cfg.AllowBypass,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals,
-		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log})
+		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log,
+		Budget: cfg.Budget, Usage: st, Observer: cfg.Observer})
 	if err != nil {
 		return nil, err
 	}

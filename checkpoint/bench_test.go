@@ -46,7 +46,8 @@ func benchWorkspace(b *testing.B, n int) (*Workspace, string) {
 // BenchmarkCheckpoint10k is the cost of one checkpoint of a 10,000-file
 // workspace, warm, after one file changed: what a Write waits for before
 // it runs ("snapshot"), and with the record of how the call left the
-// workspace after it ran, the stage's whole cost per call ("call").
+// workspace after it ran, the stage's whole cost per call ("call"); and
+// with nothing changed since the turn's checkpoint ("unchanged").
 //
 //	go test -run '^$' -bench Checkpoint10k -benchtime 50x ./checkpoint/
 func BenchmarkCheckpoint10k(b *testing.B) {
@@ -59,6 +60,7 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 			name = "call"
 		}
 		b.Run(name, func(b *testing.B) {
+			defer reportCPU(b)()
 			for i := range b.N {
 				turn++
 				p := filepath.Join(ws, fmt.Sprintf("pkg%03d", i%100), fmt.Sprintf("f%05d.go", (i%100)*100))
@@ -79,5 +81,33 @@ func BenchmarkCheckpoint10k(b *testing.B) {
 				}
 			}
 		})
+	} // Nothing changed since the last checkpoint of the turn: what a
+	// second Write of the same turn waits for before it runs.
+	b.Run("unchanged", func(b *testing.B) {
+		turn++
+		if _, err := w.Snapshot(ctx, Meta{Session: "bench", Turn: turn, Tool: "Write"}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		defer reportCPU(b)()
+		for range b.N {
+			cp, err := w.Snapshot(ctx, Meta{Session: "bench", Turn: turn, Tool: "Write"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !cp.Reused {
+				b.Fatal("an unchanged workspace was checkpointed again")
+			}
+		}
+	})
+}
+
+// reportCPU adds cpu-ms/op, the CPU time weft and its git processes used
+// per iteration (cpuTime), to the benchmark's figures when the returned
+// function runs.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	}
 }

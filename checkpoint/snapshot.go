@@ -108,7 +108,7 @@ func (w *Workspace) WarmInBackground() {
 }
 
 func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, error) {
-	tmp, err := w.tempIndex(warm)
+	tmp, before, err := w.tempIndex(warm)
 	if err != nil {
 		return "", err
 	}
@@ -129,6 +129,14 @@ func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, e
 	if m := w.s.opts.MaxFiles; m > 0 && len(add) > m {
 		return "", fmt.Errorf("%w: %d to add, at most %d", ErrTooManyFiles, len(add), m)
 	}
+	if len(add) == 0 && len(remove) == 0 && !refresh {
+		// Nothing changed since the index was written: its cache tree is
+		// the snapshot, and neither git write-tree nor a new index is
+		// needed.
+		if _, root, ok := indexEntries(before, nil); ok && root != "" {
+			return root, nil
+		}
+	}
 	if len(remove) > 0 {
 		if _, err := g.run(ctx, bytes.NewReader(nulJoin(remove)), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return "", err
@@ -139,6 +147,7 @@ func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, e
 			return "", err
 		}
 	}
+	touched := append(add, remove...)
 	if hasGitignore(add) || hasGitignore(remove) {
 		// A changed .gitignore may exclude files the index already has:
 		// they leave the snapshot as they would never have entered it.
@@ -147,6 +156,7 @@ func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, e
 			return "", err
 		}
 		if ign := splitNul(out); len(ign) > 0 {
+			touched = append(touched, ign...)
 			if _, err := g.run(ctx, bytes.NewReader(nulJoin(ign)), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return "", err
 			}
@@ -166,6 +176,7 @@ func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, e
 	if !isHex(tree) {
 		return "", fmt.Errorf("git write-tree: unexpected output %q", firstLine(tree))
 	}
+	w.noteDiff(before, tmp, tree, touched)
 	if err := os.Rename(tmp, w.indexPath()); err == nil {
 		keep = true
 	}
@@ -173,31 +184,36 @@ func (w *Workspace) treeWith(ctx context.Context, warm, refresh bool) (string, e
 }
 
 // tempIndex copies the workspace's index to a new temporary file (an
-// empty name for git to create when there is none, or when !warm).
-func (w *Workspace) tempIndex(warm bool) (string, error) {
+// empty name for git to create when there is none, or when !warm), and
+// returns what it copied.
+func (w *Workspace) tempIndex(warm bool) (string, []byte, error) {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	tmp := w.indexPath() + ".tmp-" + hex.EncodeToString(rnd[:])
 	if !warm {
-		return tmp, nil
+		return tmp, nil, nil
 	}
 	src, err := os.Open(w.indexPath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return tmp, nil
+		return tmp, nil, nil
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer src.Close()
 	st, err := src.Stat()
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	b, err := io.ReadAll(src)
+	if err != nil {
+		return "", nil, err
 	}
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	_, err = io.Copy(dst, src)
+	_, err = dst.Write(b)
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
@@ -206,9 +222,31 @@ func (w *Workspace) tempIndex(warm bool) (string, error) {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", err
+		return "", nil, err
 	}
-	return tmp, nil
+	return tmp, b, nil
+}
+
+// noteDiff remembers what changed between the tree the index was before
+// this snapshot and the new tree, read from the two index files (see
+// indexDiff), so that the checkpoint's list of changed files needs no
+// git process. When it cannot tell, diff asks git.
+func (w *Workspace) noteDiff(before []byte, index, tree string, touched []string) {
+	if len(before) == 0 {
+		return
+	}
+	after, err := os.ReadFile(index)
+	if err != nil {
+		return
+	}
+	d, oldTree, ok := indexDiff(before, after, touched)
+	if !ok || oldTree == tree {
+		return
+	}
+	if len(w.diffs) > 4096 {
+		clear(w.diffs)
+	}
+	w.diffs[[2]string{oldTree, tree}] = d
 }
 
 // sort splits the paths git listed into those to add (regular files and

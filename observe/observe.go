@@ -100,6 +100,27 @@ const (
 	EventTokenWarning = "token_warning"
 )
 
+// Events of plan-and-execute runs (run.Service). Their model calls (the
+// planner's) report EventModelCall, EventRetry (category "invalid_plan":
+// the planner is asked again) and EventBudgetExceeded (scope "run") as
+// agents do.
+const (
+	// EventPlanRunStart: a run attempt started. run_id, workflow_id,
+	// review ("", resume, fork or rewind).
+	EventPlanRunStart = "plan_run_start"
+	// EventPlanReady: the run has its plan. run_id, steps, edited (a
+	// person replaced it), duration_ms (since the attempt started).
+	EventPlanReady = "plan_ready"
+	// EventRunStepStart: a plan step starts. run_id, step, tool.
+	EventRunStepStart = "run_step_start"
+	// EventRunStepEnd: a plan step ended. run_id, step, tool, outcome
+	// (OutcomeOK, OutcomeError, "cancelled"), duration_ms.
+	EventRunStepEnd = "run_step_end"
+	// EventPlanRunEnd: a run attempt ended. run_id, status (the run's),
+	// duration_ms, cost_usd and tokens (its model calls).
+	EventPlanRunEnd = "plan_run_end"
+)
+
 // Outcomes of a tool call (the outcome key and tag).
 const (
 	OutcomeOK      = "ok"
@@ -132,6 +153,10 @@ const (
 	// Reserved for budgets and cost alerts.
 	MetricBudgetExceeded = "weft.budget.exceeded" // counter; scope, action
 	MetricCostThreshold  = "weft.cost.threshold"  // counter; threshold
+	// Plan-and-execute runs.
+	MetricPlanRuns        = "weft.plan_runs"         // counter of attempts ended; status
+	MetricRunSteps        = "weft.run.steps"         // counter; tool, outcome (ok, error, cancelled)
+	MetricRunStepDuration = "weft.run.step.duration" // seconds; tool
 )
 
 // Tags of the metrics.
@@ -148,6 +173,7 @@ const (
 	TagVerdict    = "verdict"
 	TagStage      = "stage"
 	TagStopReason = "stop_reason"
+	TagStatus     = "status"
 )
 
 // UnknownTool is the tool tag and attribute of a call of a tool the agent
@@ -194,6 +220,8 @@ const (
 	AttrPermissionStage     = "weft.permission.stage"
 	AttrGuardrailRule       = "weft.guardrail.rule"
 	AttrRequestMessageCount = "weft.request.messages"
+	AttrRunID               = "weft.run.id"
+	AttrRunStep             = "weft.run.step"
 )
 
 // Parts are the parts of an observer the engine calls; each is nil when

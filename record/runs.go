@@ -16,12 +16,16 @@ const (
 	RunFailed           = "failed"
 	RunCancelled        = "cancelled"
 	RunInterrupted      = "interrupted"
+	// RunBudget: the run stopped before a model call that would have
+	// taken it past its budget (max_budget_usd, max_tokens_total), and
+	// nobody allowed more. Final, and resumable like a failed run.
+	RunBudget = "budget"
 )
 
 // ValidRunStatus reports whether s is one of the Run* statuses.
 func ValidRunStatus(s string) bool {
 	switch s {
-	case RunPlanning, RunAwaitingApproval, RunRunning, RunCompleted, RunFailed, RunCancelled, RunInterrupted:
+	case RunPlanning, RunAwaitingApproval, RunRunning, RunCompleted, RunFailed, RunCancelled, RunInterrupted, RunBudget:
 		return true
 	}
 	return false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/event"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/hook"
@@ -140,13 +141,19 @@ type execution struct {
 	// auto opens step gates by themselves: the caller approved the
 	// workflow as one call, or the run is in bypass mode.
 	auto bool
+	// spend is the attempt's budget and what its model calls spent
+	// (budget.go); obs what reports them (observe.go).
+	spend *meter
+	obs   observe.Parts
 }
 
 // drive runs one attempt to its end: planning, the plan gate, the steps,
 // and the final status and event, whatever happened.
 func (m *Service) drive(ctx context.Context, lr *liveRun, p *prepared) {
 	defer m.wg.Done()
-	x := &execution{m: m, lr: lr, p: p, ts: tool.NewSession()}
+	x := &execution{m: m, lr: lr, p: p, ts: tool.NewSession(), obs: observe.Resolve(m.cfg.Observer)}
+	x.spend = x.newMeter()
+	ctx = x.observeStart(ctx)
 	files, dirs, err := grantFiles(m.cfg.SharedDirRoot, lr.id, p.grants)
 	var status, msg string
 	var result json.RawMessage
@@ -158,6 +165,7 @@ func (m *Service) drive(ctx context.Context, lr *liveRun, p *prepared) {
 		status, msg, result = x.run(ctx, files)
 	}
 	removeDirs(dirs, m.log)
+	x.observeEnd(ctx, status, msg)
 	m.finish(lr, x.pol, status, msg, result)
 	lr.cancel(nil)
 }
@@ -182,6 +190,9 @@ func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (
 		if ctx.Err() != nil {
 			s, m := x.stopped(ctx)
 			return s, m, nil
+		}
+		if stop, ok := budgetStopOf(err); ok {
+			return record.RunBudget, stop, nil
 		}
 		if err != nil {
 			return record.RunFailed, "planning failed: " + err.Error(), nil
@@ -226,7 +237,7 @@ func (x *execution) run(ctx context.Context, files map[string]json.RawMessage) (
 		maxPar = c
 	}
 	results, err := plan.Execute(ctx, *pl, plan.ExecConfig{
-		Run:         x.runStep,
+		Run:         x.observedStep,
 		Completed:   p.completed(),
 		Inputs:      p.inputs,
 		Files:       files,
@@ -276,6 +287,7 @@ func (x *execution) draft(ctx context.Context) (plan.Plan, error) {
 	if err != nil {
 		return plan.Plan{}, err
 	}
+	prov = x.spend.provider(prov, info, "planner")
 	var memories []string
 	if m.cfg.Memories != nil {
 		memories = m.cfg.Memories(ctx, p.run.Goal)
@@ -318,6 +330,7 @@ func (x *execution) draft(ctx context.Context) (plan.Plan, error) {
 }
 
 func (x *execution) emit(ctx context.Context, typ string, data any) {
+	x.observeEvent(ctx, typ, data)
 	if _, err := x.m.emit(ctx, x.lr.id, typ, data); err != nil {
 		x.m.log.Error("appending a run event failed", "run", x.lr.id, "type", typ, "error", err)
 	}
@@ -505,6 +518,8 @@ func (m *Service) finish(lr *liveRun, pol *policy.Policy, status, msg string, re
 		typ = RunEventCancelled
 	case record.RunInterrupted:
 		typ = RunEventInterrupted
+	case record.RunBudget:
+		data = map[string]string{"message": msg, "stop_reason": record.RunBudget}
 	}
 	if _, err := m.emit(ctx, lr.id, typ, data); err != nil {
 		m.log.Error("appending a run event failed", "run", lr.id, "type", typ, "error", err)

@@ -101,11 +101,11 @@ func (m *Service) ResumeRun(ctx context.Context, id string) (Run, error) {
 		return Run{}, err
 	}
 	switch r.Status {
-	case record.RunFailed, record.RunCancelled, record.RunInterrupted:
+	case record.RunFailed, record.RunCancelled, record.RunInterrupted, record.RunBudget:
 	case record.RunCompleted:
 		return Run{}, &ConflictError{Msg: fmt.Sprintf("run %q completed; fork or rewind it to run it again", id)}
 	default:
-		return Run{}, &ConflictError{Msg: fmt.Sprintf("run %q is %s; only failed, cancelled or interrupted runs can be resumed", id, r.Status)}
+		return Run{}, &ConflictError{Msg: fmt.Sprintf("run %q is %s; only failed, cancelled, interrupted or budget-stopped runs can be resumed", id, r.Status)}
 	}
 	return m.replayInPlace(ctx, r, "resume", func(s record.StepResult) bool { return s.Status == record.StepCompleted })
 }

@@ -22,10 +22,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
 	"github.com/weft-run/weft/llm"
+	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/policy/permission"
@@ -72,6 +74,7 @@ const (
 	RunFailed           = record.RunFailed
 	RunCancelled        = record.RunCancelled
 	RunInterrupted      = record.RunInterrupted
+	RunStoppedOnBudget  = record.RunBudget
 )
 
 // Run event types (seed 001's, plus what weft adds: permission_request and
@@ -211,6 +214,16 @@ type Config struct {
 	Logger    *slog.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Budget is every run's default budget (its MaxUSD and MaxTokens; a
+	// run's max_budget_usd and max_tokens_total replace them): one total
+	// per run over all its model calls (budget.go).
+	Budget agent.Budget
+	// Usage, when set, keeps every model call a run makes in the cost
+	// history, under the run's id.
+	Usage UsageStore
+	// Observer receives what runs do (plan, steps, model calls, budget
+	// events; observe.go): the sessions' observer.
+	Observer observe.Observer
 }
 
 // RunConfig is a run's "config" object. Every field is optional.
@@ -232,6 +245,12 @@ type RunConfig struct {
 	CapabilityMode string `json:"capabilityMode,omitempty"`
 	// MaxParallel bounds the steps in flight; 0 means the server's bound.
 	MaxParallel int `json:"maxParallel,omitempty"`
+	// MaxBudgetUSD and MaxTokensTotal bound what the run's model calls
+	// spend, all of them together (budget.go); absent means the server's
+	// default (Config.Budget), 0 none. Kept with the run, so a resume,
+	// fork or rewind has the same limits.
+	MaxBudgetUSD   *float64 `json:"max_budget_usd,omitempty"`
+	MaxTokensTotal *int     `json:"max_tokens_total,omitempty"`
 }
 
 func (c RunConfig) autoApprove() bool {
@@ -259,6 +278,10 @@ type RunRequest struct {
 	Workflow *Plan           `json:"workflow,omitempty"`
 	Files    []FileGrant     `json:"files,omitempty"`
 	Inputs   json.RawMessage `json:"inputs,omitempty"`
+	// MaxBudgetUSD and MaxTokensTotal are the run's limits, as on a
+	// session's messages; they take the place of config's.
+	MaxBudgetUSD   *float64 `json:"max_budget_usd,omitempty"`
+	MaxTokensTotal *int     `json:"max_tokens_total,omitempty"`
 }
 
 // BatchRequest starts 1 to 8 independent runs.
@@ -521,6 +544,7 @@ func (m *Service) prepare(req RunRequest, batchMode string) (*prepared, error) {
 		return nil, &record.InvalidError{Err: fmt.Errorf("goal is %d characters long; the maximum is 100,000", n)}
 	}
 	cfg := req.Config
+	req.budgetInto(&cfg)
 	if batchMode != "" {
 		cfg.CapabilityMode = batchMode
 	}
@@ -577,7 +601,7 @@ func (m *Service) checkConfig(c *RunConfig) error {
 	if c.MaxParallel < 0 {
 		return &record.InvalidError{Err: errors.New("config.maxParallel must not be negative")}
 	}
-	return nil
+	return c.checkBudget()
 }
 
 // checkPlan validates a plan against env and, for read-only runs, refuses
@@ -771,7 +795,7 @@ func mustJSON(v any) json.RawMessage {
 // and error.
 func (m *Service) ListRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 	if q.Status != "" && !record.ValidRunStatus(q.Status) {
-		return RunPage{}, &record.InvalidError{Err: fmt.Errorf("status %q: want planning, awaiting_approval, running, completed, failed, cancelled or interrupted", q.Status)}
+		return RunPage{}, &record.InvalidError{Err: fmt.Errorf("status %q: want planning, awaiting_approval, running, completed, failed, cancelled, interrupted or budget", q.Status)}
 	}
 	return m.cfg.Runs.ListRuns(ctx, q)
 }
@@ -966,7 +990,7 @@ func (m *Service) RunResult(ctx context.Context, runID string) (json.RawMessage,
 
 func finalStatus(s string) bool {
 	switch s {
-	case record.RunCompleted, record.RunFailed, record.RunCancelled, record.RunInterrupted:
+	case record.RunCompleted, record.RunFailed, record.RunCancelled, record.RunInterrupted, record.RunBudget:
 		return true
 	}
 	return false

@@ -94,3 +94,12 @@ func nonEmpty(s, fallback string) string {
 	}
 	return s
 }
+
+// deref is *p, or the zero value for an absent field.
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/run"
@@ -344,11 +345,11 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"runId": id, "status": status})
 }
 
+// handleRunPermission answers a run's permission_request, checkpoint or
+// budget_request (a "budget_..." id: {"allow": true, "max_budget_usd":
+// ..., "max_tokens_total": ...} goes on with new limits; see budget.go).
 func (s *Server) handleRunPermission(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		Allow  *bool  `json:"allow"`
-		Reason string `json:"reason"`
-	}
+	var q BudgetAnswer
 	if !decodeBody(w, r, &q) {
 		return
 	}
@@ -356,12 +357,32 @@ func (s *Server) handleRunPermission(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errInvalidRequest, "allow is required (true or false)")
 		return
 	}
+	reqID := r.PathValue("request_id")
+	budget := isBudgetRequest(reqID)
+	if !budget && (q.MaxBudgetUSD != 0 || q.MaxTokensTotal != 0) {
+		writeError(w, http.StatusBadRequest, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
+		return
+	}
+	var d agent.BudgetDecision
+	if budget {
+		var err error
+		if d, err = q.Decision(); err != nil {
+			writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
+			return
+		}
+	}
 	id := r.PathValue("id")
 	if _, err := s.cfg.Runs.LastSeq(r.Context(), id); err != nil {
 		s.writeRunError(w, r, err, "run")
 		return
 	}
-	if err := s.cfg.Runs.AnswerPermission(id, r.PathValue("request_id"), *q.Allow, q.Reason); err != nil {
+	var err error
+	if budget {
+		err = s.cfg.Runs.AnswerBudget(id, reqID, d)
+	} else {
+		err = s.cfg.Runs.AnswerPermission(id, reqID, *q.Allow, q.Reason)
+	}
+	if err != nil {
 		s.writeRunError(w, r, err, "permission request")
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
@@ -37,6 +38,10 @@ type runsOptions struct {
 	dbPath  string
 	scripts []llmtest.Script
 	noRuns  bool
+	// priced gives the runs' planner list prices (runs_budget_test.go),
+	// budget is their default budget; the cost history is the store.
+	priced *llm.ModelInfo
+	budget agent.Budget
 }
 
 // runsAPI is the real handler on a loopback server over a runtime and a
@@ -202,9 +207,13 @@ func buildRuns(tb testing.TB, o runsOptions) *runsAPI {
 	}
 	cfg := Config{Runtime: rt, BearerToken: o.token, RateLimit: -1, Logger: log, Version: "test"}
 	if !o.noRuns {
+		var runModels run.ModelResolver = models
+		if o.priced != nil {
+			runModels = pricedResolver{ra.provider, *o.priced}
+		}
 		ra.runs, err = run.New(context.Background(), run.Config{Runs: db, Workflows: db, Audits: db, Tools: ra.reg,
-			Models: models, DefaultModel: "scripted:m", Policy: rt.ServerPolicy, AllowBypass: true,
-			PermissionTimeout: 3 * time.Second, SharedDirRoot: tb.TempDir(), Logger: log})
+			Models: runModels, DefaultModel: "scripted:m", Policy: rt.ServerPolicy, AllowBypass: true,
+			PermissionTimeout: 3 * time.Second, SharedDirRoot: tb.TempDir(), Logger: log, Budget: o.budget, Usage: db})
 		if err != nil {
 			tb.Fatal(err)
 		}

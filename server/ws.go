@@ -5,7 +5,9 @@ package server
 // Client messages (JSON text frames):
 //
 //	{"type":"create","session_id":"...","start":N}  attach (creating the session when needed)
-//	{"type":"chat","message":"...","thinking":"off|low|medium|high","model":"..."}
+//	{"type":"chat","message":"...","thinking":"off|low|medium|high","model":"...",
+//	 "max_budget_usd":0.5,"max_tokens_total":N}     the limits are optional, as on POST .../messages
+//	                                                 (absent: the server's default, 0: none)
 //	{"type":"stop"}                                  cancel the running turn (and drop queued messages)
 //	{"type":"ping"}                                  answered by {"type":"pong"}
 //	{"type":"pong"}                                  ignored
@@ -322,9 +324,9 @@ type wsRequest struct {
 	RequestID string `json:"request_id"`
 	Allow     *bool  `json:"allow"`
 	Reason    string `json:"reason"`
-	// The new limits when a budget_request is allowed.
-	MaxBudgetUSD   float64 `json:"max_budget_usd"`
-	MaxTokensTotal int     `json:"max_tokens_total"`
+	// chat: the turn's limits (absent: the server's default, 0: none);
+	// permission: the new limits when a budget_request is allowed.
+	BudgetFields
 }
 
 // wsID is a session id sent as a string or, as in seed 002's examples, a
@@ -535,7 +537,12 @@ func (w *wsConn) chat(ctx context.Context, req *wsRequest) {
 		w.fail(ctx, errInvalidRequest, "thinking must be off, low, medium or high, not "+quote(req.Thinking))
 		return
 	}
-	_, err := w.rt.Send(ctx, w.session, req.Message, session.TurnOptions{Model: req.Model, Thinking: thinking})
+	if err := req.BudgetFields.Validate(); err != nil {
+		w.fail(ctx, errInvalidRequest, err.Error())
+		return
+	}
+	_, err := w.rt.Send(ctx, w.session, req.Message, session.TurnOptions{Model: req.Model, Thinking: thinking,
+		MaxBudgetUSD: req.MaxBudgetUSD, MaxTokensTotal: req.MaxTokensTotal})
 	if err != nil {
 		w.runtimeFailure(ctx, err, "session "+quote(w.session))
 	}
@@ -555,13 +562,13 @@ func (w *wsConn) permission(ctx context.Context, req *wsRequest) {
 	}
 	var err error
 	if isBudgetRequest(req.RequestID) {
-		d, derr := BudgetAnswer{Allow: req.Allow, MaxBudgetUSD: req.MaxBudgetUSD, MaxTokensTotal: req.MaxTokensTotal, Reason: req.Reason}.Decision()
+		d, derr := BudgetAnswer{Allow: req.Allow, MaxBudgetUSD: deref(req.MaxBudgetUSD), MaxTokensTotal: deref(req.MaxTokensTotal), Reason: req.Reason}.Decision()
 		if derr != nil {
 			w.fail(ctx, errInvalidRequest, derr.Error())
 			return
 		}
 		err = w.rt.AnswerBudget(w.session, req.RequestID, d)
-	} else if req.MaxBudgetUSD != 0 || req.MaxTokensTotal != 0 {
+	} else if deref(req.MaxBudgetUSD) != 0 || deref(req.MaxTokensTotal) != 0 {
 		w.fail(ctx, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
 		return
 	} else {

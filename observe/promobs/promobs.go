@@ -82,6 +82,9 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 	counter(observe.MetricRuns, "runs_total", "Agent runs ended, by stop reason.", observe.TagModel, observe.TagStopReason)
 	counter(observe.MetricBudgetExceeded, "budget_exceeded_total", "Budget breaches by scope and action (reserved for budgets).", "scope", observe.TagAction)
 	counter(observe.MetricCostThreshold, "cost_threshold_crossed_total", "Session cost thresholds crossed (reserved for cost alerts).", "threshold")
+	counter(observe.MetricPlanRuns, "plan_runs_total", "Plan-and-execute run attempts ended, by status (completed, failed, cancelled, interrupted, budget).", observe.TagStatus)
+	counter(observe.MetricRunSteps, "run_steps_total", "Plan steps ended, by tool and outcome (ok, error, cancelled).", observe.TagTool, observe.TagOutcome)
+	histogram(observe.MetricRunStepDuration, "run_step_duration_seconds", "Plan step execution time.", toolBuckets, observe.TagTool)
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "errors_total",
 		Help: "Errors that ended a run, by model."}, []string{observe.TagModel})
 	cs := []prometheus.Collector{m.errors}
