@@ -213,6 +213,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	} else {
 		a.Leases = lease.NewKeeper(lease.NewLocal(), nodeID, cfg.LeaseTTL, a.log)
 	}
+	// Sessions' commands and announcements, from the store itself (they
+	// carry ids, and messages the session service redacts).
+	cmds, _ := st.(store.Commands)
+	notifier, _ := st.(store.Notifier)
 	if pol.Secrets != nil {
 		// Everything below gets only this: no row it writes holds a
 		// secret (the event logs redact events before their readers see
@@ -251,7 +255,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		System: cfg.System, Prompt: cfg.Prompt, Vision: cfg.Vision, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Observer: cfg.Observer, Logger: a.log,
 		Usage: st, Budget: cfg.Budget,
-		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages})
+		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages,
+		Leases: a.Leases, Commands: cmds, Notifier: notifier})
 	if err != nil {
 		return nil, err
 	}
