@@ -217,6 +217,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	// carry ids, and messages the session service redacts).
 	cmds, _ := st.(store.Commands)
 	notifier, _ := st.(store.Notifier)
+	if f, ok := st.(store.SessionFence); ok && cmds != nil && notifier != nil {
+		// A node that lost a session's lease cannot append to it.
+		f.FenceSessions(session.LeasePrefix, nodeID)
+	}
 	if pol.Secrets != nil {
 		// Everything below gets only this: no row it writes holds a
 		// secret (the event logs redact events before their readers see

@@ -34,7 +34,7 @@ func (l *Log) Observe(sessionID string, seq int64) {
 func (s *session) observe(seq int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || seq <= s.durable || s.last > s.durable || s.inflight {
+	if s.closed || seq <= s.durable || s.writing() {
 		// Nothing new, or this Log writes the session: its own persister
 		// moves the watermark (an announcement of its append may arrive
 		// before the persister has settled it).
@@ -42,9 +42,19 @@ func (s *session) observe(seq int64) {
 	}
 	// The ring holds none of the new events: readers past it read the
 	// store, and a later append of this Log starts a new ring.
+	// A failed state's events will never be stored (the store refused
+	// them: another node took the session over): they are forgotten, and
+	// the failure stays, so that a writer that has not noticed yet keeps
+	// failing until Reseed.
 	s.dropRing()
 	s.last, s.durable, s.seeded = seq, seq, true
 	s.wakeReaders()
+}
+
+// writing says whether this Log has events of the session on their way
+// to the store. The caller holds s.mu.
+func (s *session) writing() bool {
+	return s.inflight || (s.last > s.durable && s.failed == nil)
 }
 
 // Resync re-reads from the store the last seq of every session the Log
@@ -60,7 +70,7 @@ func (l *Log) Resync(ctx context.Context) error {
 	var errs []error
 	for _, s := range all {
 		s.mu.RLock()
-		writing := s.last > s.durable || s.inflight
+		writing := s.writing()
 		s.mu.RUnlock()
 		if writing {
 			continue

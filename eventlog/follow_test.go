@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -100,4 +101,45 @@ func TestReseedClearsFailure(t *testing.T) {
 	if want := st.lastSeq("s"); out[0].Seq != want {
 		t.Fatalf("append after reseed got seq %d, the store's last is %d", out[0].Seq, want)
 	}
+}
+
+// TestObserveFailedWriter: a Log whose appends the store refused (the
+// store fences a node that lost the session's lease) follows the new
+// writer's events: its refused events are forgotten, its readers go on
+// from the store, and it keeps failing appends until Reseed.
+func TestObserveFailedWriter(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	st := newMemStore("s")
+	a, b := New(st, Options{}), New(st, Options{})
+	appendN(t, a, "s", 2)
+	r := a.Subscribe("s", 0)
+	defer r.Close()
+	expectSeqs(t, ctx, r, 1, 2)
+	st.mu.Lock()
+	st.failAppend = errors.New("fenced")
+	st.mu.Unlock()
+	if _, err := a.Append(ctx, "s", ev("t", 2)); err == nil {
+		t.Fatal("refused append succeeded")
+	}
+	st.mu.Lock()
+	st.failAppend = nil
+	st.mu.Unlock()
+	if _, err := b.Reseed(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, b, "s", 3) // 3..5
+	a.Observe("s", 5)
+	expectSeqs(t, ctx, r, 3, 5)
+	if _, err := a.Append(ctx, "s", ev("t", 9)); err == nil {
+		t.Fatal("the failed Log appended before Reseed")
+	}
+	if _, err := a.Reseed(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Append(ctx, "s", ev("t", 10))
+	if err != nil || out[0].Seq != 6 {
+		t.Fatalf("after reseed: %+v %v", out, err)
+	}
+	expectSeqs(t, ctx, r, 6, 6)
 }

@@ -61,8 +61,10 @@ const (
 	cmdCancel      = "cancel"
 )
 
-// leasePrefix names a session's lease.
-const leasePrefix = "session:"
+// LeasePrefix names a session's lease: LeasePrefix + the session's id.
+const LeasePrefix = "session:"
+
+const leasePrefix = LeasePrefix
 
 // commandWait bounds how long a node waits for another node to consume a
 // command it stored (a message, an answer): long enough for a takeover

@@ -43,3 +43,12 @@ type Commands interface {
 	// message accepted and not answered, or a command not done.
 	OrphanSessions(ctx context.Context, prefix string, limit int) ([]string, error)
 }
+
+// SessionFence is implemented by stores shared by several nodes
+// (store/postgres): FenceSessions makes the store refuse a session's
+// event appends from this node while another holder holds the session's
+// live lease (named prefix+id), so that a node that lost a lease without
+// noticing yet writes nothing after the next holder began.
+type SessionFence interface {
+	FenceSessions(prefix, holder string)
+}

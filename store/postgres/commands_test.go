@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 )
@@ -124,4 +125,64 @@ func TestCommandsAcrossNodes(t *testing.T) {
 		t.Fatalf("pending of a deleted session: %v %v", pending, err)
 	}
 	var _ store.Commands = nodes[0]
+}
+
+// TestFenceSessions: with FenceSessions, a node's appends to a session
+// are refused while another node holds the session's live lease (a node
+// that lost the lease without noticing writes nothing after the next
+// holder began), and accepted when it holds the lease itself, or nobody
+// does; an unfenced DB is not checked.
+func TestFenceSessions(t *testing.T) {
+	t.Parallel()
+	nodes := openNodes(t, 3)
+	ctx := t.Context()
+	nodes[0].FenceSessions("session:", "n0")
+	nodes[1].FenceSessions("session:", "n1")
+	if _, err := nodes[0].CreateSession(ctx, record.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	appendOne := func(i int) error {
+		_, err := nodes[i].AppendEvents(ctx, "s", event.Event{Type: "t", Data: json.RawMessage(`{}`)})
+		return err
+	}
+	for _, i := range []int{0, 1} {
+		if err := appendOne(i); err != nil {
+			t.Fatalf("node %d, no lease: %v", i, err)
+		}
+	}
+	l, ok, err := nodes[1].AcquireLease(ctx, "session:s", "n1", time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := appendOne(0); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("node 0 while n1 holds the lease: %v", err)
+	}
+	// In a group with another session's append, the refusal is that
+	// append's alone.
+	if _, err := nodes[0].CreateSession(ctx, record.Session{ID: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := nodes[0].AppendEventBatches(ctx, []store.EventBatch{
+		{SessionID: "s", Events: []event.Event{{Type: "t"}}},
+		{SessionID: "other", Events: []event.Event{{Type: "t"}}},
+	})
+	if !errors.Is(errs[0], record.ErrNotFound) || errs[1] != nil {
+		t.Fatalf("grouped appends: %v", errs)
+	}
+	if err := appendOne(1); err != nil {
+		t.Fatalf("node 1, holding the lease: %v", err)
+	}
+	if err := appendOne(2); err != nil {
+		t.Fatalf("unfenced node 2: %v", err)
+	}
+	if _, err := nodes[1].ReleaseLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendOne(0); err != nil {
+		t.Fatalf("node 0 after the release: %v", err)
+	}
+	got, err := nodes[2].ReadEvents(ctx, "s", 0, 0)
+	if err != nil || len(got) != 5 || got[4].Seq != 5 {
+		t.Fatalf("events: %d %v", len(got), err)
+	}
 }
