@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -123,7 +124,7 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 		if !finished {
 			h = closeInterrupted(h)
 		}
-		if err := rt.saveHistory(bg, l, h); err != nil {
+		if err := rt.saveHistory(bg, l, h); err != nil && !errors.Is(err, errFenced) {
 			rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
 		}
 	}
