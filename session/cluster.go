@@ -340,7 +340,11 @@ func (rt *Service) takeOver(ctx context.Context, l *live) error {
 	}
 	if l.consumed != nil && rt.elog.LastSeq(l.id) == l.ownedTo {
 		// This node was the last to write the session, and handed it
-		// back idle: what it keeps in memory is current.
+		// back idle: what it keeps in memory is current, but for the
+		// session's permissions, which any node may have set meanwhile.
+		l.mu.Lock()
+		l.override = nil
+		l.mu.Unlock()
 		return nil
 	}
 	l.mu.Lock()
@@ -711,4 +715,41 @@ func (rt *Service) apply(ctx context.Context, l *live, c store.Command) commandR
 		return commandResult{Running: rt.cancelLive(l)}
 	}
 	return resultOf(fmt.Errorf("unknown command %q", c.Kind))
+}
+
+// exclusive returns the session's state, pinned, with l.sendMu held, for
+// what rewrites the conversation (Rewind, Compact): on several nodes,
+// only while this node holds the session's lease, taken if it is free
+// (ErrBusy when another node runs the session). done undoes it all.
+func (rt *Service) exclusive(ctx context.Context, id string) (*live, func(), error) {
+	if rt.cl == nil {
+		l, err := rt.session(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.sendMu.Lock()
+		return l, func() { l.sendMu.Unlock(); rt.release(l) }, nil
+	}
+	for range 5 {
+		l, owned, err := rt.own(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !owned {
+			rt.release(l)
+			return nil, nil, ErrBusy
+		}
+		l.sendMu.Lock()
+		if l.holds() {
+			return l, func() {
+				l.sendMu.Unlock()
+				l.wakeOwner() // to hand the lease back once idle
+				rt.release(l)
+			}, nil
+		}
+		// Handed back between own and the lock: again.
+		l.sendMu.Unlock()
+		rt.release(l)
+	}
+	return nil, nil, ErrBusy
 }
