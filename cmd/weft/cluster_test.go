@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/store/postgres/pgtest"
@@ -130,6 +133,8 @@ func TestCluster(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("following a on n1: %d", resp.StatusCode)
 	}
+	// And a WebSocket client attached to a at n2.
+	wsMsgs := wsFollow(t, strings.Replace(nodes[2].url, "http://", "ws://", 1)+"/v1/ws", `{"type":"create","session_id":"a","start":0}`)
 	go drain(nodes[0].url+"/v1/sessions/a/messages", `{"prompt":"run echo"}`)
 	fa.waitFrames(t, "permission_request", 1)
 	var pr struct{ ID string }
@@ -142,6 +147,10 @@ func TestCluster(t *testing.T) {
 	post(nodes[1].url, "/v1/sessions/a/permissions/"+pr.ID, `{"allow":true}`, 409) // answered once
 	fa.waitFrames(t, "done", 1)
 	checkStream(t, "a on n1", fa.got(), 1)
+	waitFor(t, "the WebSocket client on n2 to see a's turn end", func() bool {
+		got := wsMsgs()
+		return strings.Contains(got, `"permission_request"`) && strings.Contains(got, `"stop_reason":"end_turn"`)
+	})
 	names := eventNames(fa.got())
 	if !strings.Contains(names, "tool_result") || !strings.Contains(fa.got()[len(fa.got())-1].data, `"end_turn"`) {
 		t.Fatalf("a's turn as n1 saw it: %s\n%s", names, logs())
@@ -267,6 +276,43 @@ func TestCluster(t *testing.T) {
 	}
 	for _, i := range []int{0, 2} {
 		nodes[i].stop()
+	}
+}
+
+// wsFollow attaches a WebSocket client with the first message hello and
+// returns what it has received so far, all messages joined.
+func wsFollow(t *testing.T, url, hello string) func() string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	conn, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	if err := conn.Write(ctx, websocket.MessageText, []byte(hello)); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		all strings.Builder
+	)
+	go func() {
+		for {
+			_, msg, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			all.Write(msg)
+			all.WriteString("\n")
+			mu.Unlock()
+		}
+	}()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return all.String()
 	}
 }
 
