@@ -71,6 +71,9 @@ const leasePrefix = LeasePrefix
 // after the owner's death (the lease's TTL and a sweep).
 const commandWait = 2 * time.Minute
 
+// ownerPoll is how often an owner looks for commands without being told.
+const ownerPoll = time.Second
+
 // errFenced: the session's lease was lost; this node writes nothing more
 // of it.
 var errFenced = errors.New("session: the session's lease was lost; another node runs it now")
@@ -551,6 +554,9 @@ func (rt *Service) ownerLoop(l *live, held *lease.Held) {
 		}
 		select {
 		case <-l.wake:
+		case <-time.After(ownerPoll):
+			// An announcement may have been lost on a connection that
+			// did not drop (no Resync): look for commands anyway.
 		case <-idleCh:
 		case <-held.Lost():
 			rt.lost(l)
