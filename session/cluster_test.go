@@ -12,14 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/policy"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/session"
 	"github.com/weft-run/weft/store/postgres"
 	"github.com/weft-run/weft/store/postgres/pgtest"
 	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/tool/mcp"
 )
 
 func TestMain(m *testing.M) {
@@ -142,6 +145,14 @@ func TestClusterSessions(t *testing.T) {
 	seq, err := b.Send(ctx, "s", "queued from b", session.TurnOptions{})
 	if err != nil || seq == 0 {
 		t.Fatalf("send at b while a runs: %d %v", seq, err)
+	}
+	// Budget and elicitation answers reach a too, and come back with a's
+	// verdict: no such request is open.
+	if err := b.AnswerBudget("s", "nope", agent.BudgetDecision{Allow: true}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("budget answer at b: %v", err)
+	}
+	if err := b.AnswerElicitation("s", "nope", mcp.ElicitResponse{Action: mcp.ActionDecline}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("elicitation answer at b: %v", err)
 	}
 	if !b.Cancel("s") {
 		t.Fatal("cancel at b: not running")
@@ -281,5 +292,63 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("waiting for %s: timed out", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestClusterCommandsExactlyOnce: what dead nodes leave behind is taken
+// over by the node that starts (its first sweep), each message run once.
+// Session "appended": the owner died after appending a command's
+// user_message and before marking the command done; the new owner finds
+// the command in the log, marks it done with that seq and runs the
+// message, without a second user_message. Session "stored": the node
+// that accepted a message died right after storing it, before any node
+// took the session; the sweep takes it and runs it.
+func TestClusterCommandsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	ctx := t.Context()
+	db, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cmds := map[string]int64{}
+	for _, id := range []string{"appended", "stored"} {
+		if _, err := db.CreateSession(ctx, record.Session{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if cmds[id], err = db.AddCommand(ctx, id, "message", json.RawMessage(`{"text":"hi `+id+`","options":{}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"text": "hi appended", "command": cmds["appended"]})
+	if _, err := db.AppendEvents(ctx, "appended", event.Event{Type: event.UserMessage, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+
+	p := llmtest.NewScripted("scripted", llmtest.Text("one"), llmtest.Text("two"))
+	a, _ := clusterNode(t, dsn, "a", p)
+	for _, id := range []string{"appended", "stored"} {
+		rd := a.Subscribe(id, 0)
+		evs := readUntil(t, rd, isDone)
+		rd.Close()
+		n := 0
+		for _, e := range evs {
+			if e.Type == event.UserMessage {
+				n++
+			}
+		}
+		if n != 1 || evs[0].Type != event.UserMessage || !strings.Contains(string(evs[len(evs)-1].Data), `"end_turn"`) {
+			t.Fatalf("%s: %v", id, types(evs))
+		}
+		waitFor(t, id+"'s command done", func() bool {
+			c, err := db.GetCommand(ctx, cmds[id])
+			return err == nil && c.Done && string(c.Result) == `{"seq":1}`
+		})
+		msgs, _ := a.Messages(ctx, id)
+		if got := strings.Join(texts(msgs), "|"); !strings.HasPrefix(got, "user:hi "+id+"|assistant:") {
+			t.Fatalf("%s: conversation %s", id, got)
+		}
 	}
 }
