@@ -298,6 +298,15 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if notifier != nil && cmds != nil {
+		// Runs' streams on this node follow the runs other nodes run.
+		follow, stopFollow := context.WithCancel(base)
+		if err := a.Runs.FollowStore(follow, notifier); err != nil {
+			stopFollow()
+			return nil, err
+		}
+		a.AtShutdown("run streams", func(context.Context) error { stopFollow(); return nil })
+	}
 	a.Sessions.SetFlowTools(a.Runs)
 	a.Background, err = run.NewBackground(base, run.BackgroundConfig{Runs: a.Runs, Schedules: st,
 		Hooks: a.Sessions.FireHook, Secrets: a.Sessions.Secrets(), Logger: a.log})
