@@ -23,7 +23,9 @@ const StopInterrupted = event.StopInterrupted
 // message_dropped (reason "interrupted"). Streams following those turns
 // then end, and the messages are all accounted for. A graceful shutdown
 // leaves nothing to do here: it ends turns and drops queued messages
-// itself.
+// itself. On several nodes this is not run: the takeover sweep does the
+// same under each session's lease, so that no node ends a turn another
+// live node is running, and runs the queued messages (cluster.go).
 func (rt *Service) recoverTurns(ctx context.Context) error {
 	open, err := rt.cfg.Store.ListOpenTurns(ctx)
 	if err != nil {
