@@ -213,6 +213,14 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	} else {
 		a.Leases = lease.NewKeeper(lease.NewLocal(), nodeID, cfg.LeaseTTL, a.log)
 	}
+	// Sessions' commands and announcements, from the store itself (they
+	// carry ids, and messages the session service redacts).
+	cmds, _ := st.(store.Commands)
+	notifier, _ := st.(store.Notifier)
+	if f, ok := st.(store.SessionFence); ok && cmds != nil && notifier != nil {
+		// A node that lost a session's lease cannot append to it.
+		f.FenceSessions(session.LeasePrefix, nodeID)
+	}
 	if pol.Secrets != nil {
 		// Everything below gets only this: no row it writes holds a
 		// secret (the event logs redact events before their readers see
@@ -251,7 +259,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		System: cfg.System, Prompt: cfg.Prompt, Vision: cfg.Vision, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Observer: cfg.Observer, Logger: a.log,
 		Usage: st, Budget: cfg.Budget,
-		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages})
+		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages,
+		Leases: a.Leases, Commands: cmds, Notifier: notifier})
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +298,15 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Budget: cfg.Budget, Usage: st, Observer: cfg.Observer})
 	if err != nil {
 		return nil, err
+	}
+	if notifier != nil && cmds != nil {
+		// Runs' streams on this node follow the runs other nodes run.
+		follow, stopFollow := context.WithCancel(base)
+		if err := a.Runs.FollowStore(follow, notifier); err != nil {
+			stopFollow()
+			return nil, err
+		}
+		a.AtShutdown("run streams", func(context.Context) error { stopFollow(); return nil })
 	}
 	a.Sessions.SetFlowTools(a.Runs)
 	a.Background, err = run.NewBackground(base, run.BackgroundConfig{Runs: a.Runs, Schedules: st,

@@ -12,5 +12,6 @@ import (
 // openPostgres opens a PostgreSQL store; `-tags nopostgres` builds weft
 // without it (and without pgx, about 6 MB).
 func openPostgres(ctx context.Context, dsn string) (store.Store, error) {
-	return postgres.Open(ctx, dsn, postgres.Options{})
+	// Notify: other nodes' readers follow this node's appends.
+	return postgres.Open(ctx, dsn, postgres.Options{Notify: true})
 }

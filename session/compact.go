@@ -47,13 +47,11 @@ func (rt *Service) Compact(ctx context.Context, sessionID, instructions string) 
 	if _, err := rt.cfg.Store.GetSession(ctx, sessionID); err != nil {
 		return CompactData{}, err
 	}
-	l, err := rt.session(sessionID)
+	l, done, err := rt.exclusive(ctx, sessionID)
 	if err != nil {
 		return CompactData{}, err
 	}
-	defer rt.release(l)
-	l.sendMu.Lock()
-	defer l.sendMu.Unlock()
+	defer done()
 	if err := rt.waitIdle(ctx, l); err != nil {
 		return CompactData{}, err
 	}

@@ -23,7 +23,9 @@ const StopInterrupted = event.StopInterrupted
 // message_dropped (reason "interrupted"). Streams following those turns
 // then end, and the messages are all accounted for. A graceful shutdown
 // leaves nothing to do here: it ends turns and drops queued messages
-// itself.
+// itself. On several nodes this is not run: the takeover sweep does the
+// same under each session's lease, so that no node ends a turn another
+// live node is running, and runs the queued messages (cluster.go).
 func (rt *Service) recoverTurns(ctx context.Context) error {
 	open, err := rt.cfg.Store.ListOpenTurns(ctx)
 	if err != nil {
@@ -48,13 +50,24 @@ func (rt *Service) recoverSession(ctx context.Context, ot record.OpenTurns) erro
 		return err
 	}
 	defer rt.release(l)
+	_, _, err = rt.endInterrupted(ctx, l, ot, true)
+	return err
+}
+
+// endInterrupted ends ot's turn as interrupted (see recoverTurns) and,
+// with drop, records its queued messages as dropped. Without drop (a node
+// taking the session over from a dead one) it returns them, to be run,
+// with the commands (cluster.go) whose user_message it found.
+func (rt *Service) endInterrupted(ctx context.Context, l *live, ot record.OpenTurns, drop bool) ([]queued, map[int64]int64, error) {
 	from := ot.Answered
 	if ot.Running > 0 {
 		from = min(from, ot.Running-1)
 	}
 	var (
 		texts   = map[int64]string{}
-		queued  []int64
+		opts    = map[int64]TurnOptions{}
+		cmds    = map[int64]int64{}
+		waiting []int64
 		before  *int
 		readErr error
 	)
@@ -67,13 +80,17 @@ func (rt *Service) recoverSession(ctx context.Context, ot record.OpenTurns) erro
 		for _, e := range evs {
 			switch e.Type {
 			case event.UserMessage:
-				var d struct {
-					Text string `json:"text"`
-				}
+				var d messageData
 				_ = json.Unmarshal(e.Data, &d)
 				texts[e.Seq] = d.Text
+				if d.Options != nil {
+					opts[e.Seq] = *d.Options
+				}
+				if d.Command != 0 {
+					cmds[d.Command] = e.Seq
+				}
 				if e.Seq > ot.Answered && e.Seq <= ot.Accepted {
-					queued = append(queued, e.Seq)
+					waiting = append(waiting, e.Seq)
 				}
 			case event.MessageConsumed:
 				var d MessageData
@@ -88,11 +105,11 @@ func (rt *Service) recoverSession(ctx context.Context, ot record.OpenTurns) erro
 		after = evs[len(evs)-1].Seq
 	}
 	if readErr != nil {
-		return readErr
+		return nil, nil, readErr
 	}
 	if ot.Running > 0 {
 		if err := rt.loadHistory(ctx, l); err != nil {
-			return err
+			return nil, nil, err
 		}
 		h := l.history
 		// The turn saved its conversation before its done, which the
@@ -101,20 +118,27 @@ func (rt *Service) recoverSession(ctx context.Context, ot record.OpenTurns) erro
 			h = append(h[:len(h):len(h)], llm.UserText(texts[ot.Running]))
 		}
 		if err := rt.saveHistory(ctx, l, closeInterrupted(h)); err != nil {
-			return err
+			return nil, nil, err
 		}
 		msg := "interrupted: the server stopped while this turn was running; send the message again to retry"
 		if _, err := rt.appendTo(ctx, l, string(agent.EventError), map[string]string{"error": msg, "stop_reason": StopInterrupted}); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if _, err := rt.appendTo(ctx, l, string(agent.EventDone), agent.DoneData{StopReason: StopInterrupted}); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	for _, seq := range queued {
+	if !drop {
+		out := make([]queued, len(waiting))
+		for i, seq := range waiting {
+			out[i] = queued{seq: seq, text: texts[seq], opt: opts[seq]}
+		}
+		return out, cmds, nil
+	}
+	for _, seq := range waiting {
 		if _, err := rt.appendTo(ctx, l, event.MessageDropped, MessageData{MessageSeq: seq, Reason: StopInterrupted}); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	return nil
+	return nil, cmds, nil
 }

@@ -54,14 +54,12 @@ func (rt *Service) Rewind(ctx context.Context, sessionID string, to RewindTo) (R
 	if err != nil {
 		return RewindData{}, err
 	}
-	l, err := rt.session(sessionID)
+	// No message starts while the conversation is cut.
+	l, done, err := rt.exclusive(ctx, sessionID)
 	if err != nil {
 		return RewindData{}, err
 	}
-	defer rt.release(l)
-	// No message starts while the conversation is cut.
-	l.sendMu.Lock()
-	defer l.sendMu.Unlock()
+	defer done()
 	// A turn whose done is out is only saving and flushing: a client that
 	// read done and rewinds at once waits for that, rather than a 409.
 	for {

@@ -25,6 +25,7 @@ import (
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/policy"
@@ -146,6 +147,15 @@ type Config struct {
 	// ContextWindow overrides every model's window (agent.Config);
 	// MaxContextMessages bounds the messages a request carries.
 	ContextWindow, MaxContextMessages int
+
+	// Leases, Commands and Notifier, all set, run the service as one of
+	// several nodes sharing the store (cluster.go): a session's turns run
+	// on the node holding its lease, other nodes pass it their messages
+	// and answers as commands, and readers follow the store's
+	// announcements. Unset, the service is the store's only user.
+	Leases   *lease.Keeper
+	Commands store.Commands
+	Notifier store.Notifier
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,
@@ -204,6 +214,11 @@ type Service struct {
 	// metaMu serializes the read-modify-writes of session headers (title,
 	// permissions in the metadata), which UpdateSession replaces whole.
 	metaMu sync.Mutex
+
+	// cl is set when the service is one of several nodes (cluster.go);
+	// background counts its goroutines.
+	cl         *cluster
+	background sync.WaitGroup
 }
 
 // live is a session's in-memory state: its agent session (history), the
@@ -252,6 +267,18 @@ type live struct {
 	// let go.
 	pins     int
 	lastUsed time.Time
+
+	// Several nodes (cluster.go): held is the session's lease while this
+	// node holds it (under mu; ownMu serializes taking it), fenced is set
+	// once it was lost (nothing more is written), wake wakes the owner
+	// loop, consumed maps the message commands consumed to their seqs,
+	// ownedTo is the last seq when this node handed the lease back.
+	ownMu    sync.Mutex
+	held     *lease.Held
+	fenced   atomic.Bool
+	wake     chan struct{}
+	consumed map[int64]int64
+	ownedTo  int64
 }
 
 type queued struct {
@@ -295,6 +322,16 @@ func New(cfg Config) (*Service, error) {
 	rt := &Service{cfg: cfg, log: log, approvals: cfg.Approvals, elog: eventlog.New(sessionEvents(cfg.Store), eventlog.Options{Logger: log, Redact: redactor(base.Secrets)}),
 		live: map[string]*live{}, shutdown: ctx, stop: stop, now: time.Now, base: &base, hooks: base.Hooks, secrets: base.Secrets}
 	rt.lastSweep = rt.now()
+	if cfg.Leases != nil && cfg.Commands != nil && cfg.Notifier != nil {
+		// Start-up recovery is the first takeover sweep: it leaves alone
+		// the sessions other nodes hold.
+		rt.cl = &cluster{keeper: cfg.Leases, cmds: cfg.Commands, notifier: cfg.Notifier, waiters: map[int64]chan struct{}{}}
+		if err := rt.startCluster(); err != nil {
+			stop()
+			return nil, err
+		}
+		return rt, nil
+	}
 	if err := rt.recoverTurns(context.Background()); err != nil {
 		stop()
 		return nil, err
@@ -401,6 +438,9 @@ func (rt *Service) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 	if _, err := prompt.ParseKey(opt.Bundle); err != nil {
 		return 0, err
 	}
+	if rt.cl != nil {
+		return rt.clusterSend(ctx, sessionID, text, opt)
+	}
 	// A session in memory exists: only DeleteSession removes one, and it
 	// forgets the state first (and this runtime is the database's only
 	// writer). Otherwise the store says.
@@ -448,11 +488,25 @@ func (rt *Service) Send(ctx context.Context, sessionID, text string, opt TurnOpt
 // recorded with a message_dropped event. It reports whether a turn was
 // running.
 func (rt *Service) Cancel(sessionID string) bool {
+	if rt.cl != nil && rt.ownedLocally(sessionID) == nil {
+		res, err := rt.remote(sessionID, cmdCancel, struct{}{})
+		return err == nil && res.Running
+	}
 	rt.mu.Lock()
 	l := rt.live[sessionID]
 	rt.mu.Unlock()
 	if l == nil {
 		return false
+	}
+	return rt.cancelLive(l)
+}
+
+func (rt *Service) cancelLive(l *live) bool {
+	if rt.cl != nil {
+		// The owner does not hand the lease back while the dropped
+		// messages are recorded.
+		l.sendMu.Lock()
+		defer l.sendMu.Unlock()
 	}
 	l.mu.Lock()
 	dropped := l.queue
@@ -468,6 +522,9 @@ func (rt *Service) Cancel(sessionID string) bool {
 
 // dropped records queued messages that will never run.
 func (rt *Service) dropped(l *live, qs []queued, reason string) {
+	if l.fenced.Load() {
+		return // the next holder of the lease runs them
+	}
 	for _, q := range qs {
 		if _, err := rt.appendTo(context.Background(), l, event.MessageDropped, MessageData{MessageSeq: q.seq, Reason: reason}); err != nil {
 			rt.log.Error("recording a dropped message failed", "session", l.id, "error", err)
@@ -491,12 +548,23 @@ type MessageData struct {
 // session, once: ErrAnswered for a second answer, ErrNotFound for an
 // unknown one.
 func (rt *Service) Answer(sessionID, requestID string, allow bool, reason string) error {
+	if rt.cl != nil && rt.ownedLocally(sessionID) == nil {
+		res, err := rt.remote(sessionID, cmdAnswer, answerCmd{RequestID: requestID, Allow: allow, Reason: reason})
+		if err != nil {
+			return err
+		}
+		return res.err()
+	}
 	rt.mu.Lock()
 	l := rt.live[sessionID]
 	rt.mu.Unlock()
 	if l == nil {
 		return ErrNotFound
 	}
+	return rt.answerLive(l, requestID, allow, reason)
+}
+
+func (rt *Service) answerLive(l *live, requestID string, allow bool, reason string) error {
 	if !allow && reason == "" {
 		reason = "the user denied this tool call"
 	}
@@ -530,7 +598,7 @@ func (rt *Service) Shutdown(ctx context.Context) error {
 	rt.mu.Unlock()
 	rt.stop()
 	done := make(chan struct{})
-	go func() { rt.turns.Wait(); close(done) }()
+	go func() { rt.turns.Wait(); rt.background.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -553,7 +621,7 @@ func (rt *Service) session(id string) (*live, error) {
 	rt.evictLocked(now)
 	l := rt.live[id]
 	if l == nil {
-		l = &live{id: id, w: rt.elog.Writer(id), scope: newScope(id)}
+		l = &live{id: id, w: rt.elog.Writer(id), scope: newScope(id), wake: make(chan struct{}, 1)}
 		rt.live[id] = l
 	}
 	l.pins++
@@ -630,6 +698,9 @@ func (rt *Service) evictOne(l *live) {
 // appendTo appends one event of the session's incarnation l and waits
 // until it is stored.
 func (rt *Service) appendTo(ctx context.Context, l *live, typ string, data any) ([]event.Event, error) {
+	if l.fenced.Load() {
+		return nil, errFenced
+	}
 	b, err := json.Marshal(data)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -16,8 +17,13 @@ func (rt *Service) drain(l *live) {
 	defer rt.turns.Done()
 	for {
 		l.mu.Lock()
-		if len(l.queue) == 0 || rt.shutdown.Err() != nil || l.gone.Load() {
+		if len(l.queue) == 0 || rt.shutdown.Err() != nil || l.gone.Load() || l.fenced.Load() {
 			dropped := l.queue
+			if rt.cl != nil && !l.gone.Load() {
+				// Stored and accepted: the node that takes the session
+				// over runs them.
+				dropped = nil
+			}
 			l.running = false
 			l.queue = nil
 			close(l.idle)
@@ -118,7 +124,7 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 		if !finished {
 			h = closeInterrupted(h)
 		}
-		if err := rt.saveHistory(bg, l, h); err != nil {
+		if err := rt.saveHistory(bg, l, h); err != nil && !errors.Is(err, errFenced) {
 			rt.log.Error("saving the conversation failed", "session", l.id, "error", err)
 		}
 	}
@@ -261,6 +267,9 @@ func CloseInterrupted(h []llm.Message) []llm.Message { return closeInterrupted(h
 func (rt *Service) saveHistory(ctx context.Context, l *live, h []llm.Message) error {
 	l.storeMu.Lock()
 	defer l.storeMu.Unlock()
+	if l.fenced.Load() {
+		return errFenced
+	}
 	if l.gone.Load() {
 		return fmt.Errorf("session %s: %w (deleted)", l.id, ErrNotFound)
 	}

@@ -20,6 +20,7 @@ import (
 type eventWriter struct {
 	rt *Service
 	id string
+	l  *live
 	w  *eventlog.Writer
 	// failed makes a persistence failure logged once per turn, not once per
 	// event.
@@ -27,13 +28,16 @@ type eventWriter struct {
 }
 
 func (rt *Service) newWriter(l *live) *eventWriter {
-	return &eventWriter{rt: rt, id: l.id, w: l.w}
+	return &eventWriter{rt: rt, id: l.id, l: l, w: l.w}
 }
 
 // push appends an event without waiting for the store. It blocks only when
 // the session has many events waiting for the store, which slows the turn
 // to the store's pace instead of growing without bound.
 func (w *eventWriter) push(typ string, data any) {
+	if w.l.fenced.Load() {
+		return // the lease was lost: the next holder ends the turn
+	}
 	b, err := json.Marshal(data)
 	if err != nil {
 		w.rt.log.Error("encoding an event failed", "session", w.id, "type", typ, "error", err)
@@ -48,6 +52,9 @@ func (w *eventWriter) push(typ string, data any) {
 // sync appends an event and waits until it is in the store, for events
 // that must be durable (and so visible) before the turn goes on.
 func (w *eventWriter) sync(typ string, data any) {
+	if w.l.fenced.Load() {
+		return
+	}
 	b, err := json.Marshal(data)
 	if err != nil {
 		w.rt.log.Error("encoding an event failed", "session", w.id, "type", typ, "error", err)

@@ -7,7 +7,10 @@ import "context"
 // event: readers fetch from the store, so a notification is small and a
 // missed one costs only latency.
 type Notification struct {
-	// Kind is "session" or "run"; ID the session's or run's id.
+	// Kind is "session" or "run" (an append: ID is the session's or
+	// run's id), or, for store.Commands, "command" (a command was added)
+	// or "result" (one was done): ID is then the session's id and Seq the
+	// command's id.
 	Kind string
 	ID   string
 	Seq  int64

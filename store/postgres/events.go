@@ -20,14 +20,18 @@ import (
 // $3 is the 1-based position in the batch of the last user_message (0:
 // none), so its seq is the old last_seq plus $3; $4 and $5 are the
 // message_seq of the last message_consumed or message_dropped and the new
-// running turn (NULL: unchanged).
+// running turn (NULL: unchanged). $9 and $10 fence the append (see
+// DB.FenceSessions): with $9 set, the append is refused while a holder
+// other than $9 holds the live lease $10 || id.
 const (
 	appendSessionEvents = `WITH s AS (
 			UPDATE sessions SET last_seq = last_seq + $2,
 				turn_accepted = CASE WHEN $3::bigint > 0 THEN last_seq + $3::bigint ELSE turn_accepted END,
 				turn_answered = COALESCE($4::bigint, turn_answered),
 				turn_running = COALESCE($5::bigint, turn_running)
-			WHERE id = $1 RETURNING pk, last_seq),
+			WHERE id = $1 AND ($9::text IS NULL OR NOT EXISTS (SELECT 1 FROM leases
+				WHERE name = $10::text || $1 AND holder <> $9::text AND expires_at > clock_timestamp()))
+			RETURNING pk, last_seq),
 		ins AS (
 			INSERT INTO events (session_pk, seq, type, data, created_at)
 			SELECT s.pk, s.last_seq - $2 + u.ord, u.type, u.data, u.created
@@ -197,7 +201,11 @@ func (r *appendReq) framing() {
 func (r *appendReq) queue(b *pgx.Batch) {
 	n := int64(len(r.events))
 	if r.log.turns {
-		b.Queue(r.log.appendSQL, r.sessionID, n, r.accepted, r.answered, r.running, r.types, r.data, r.created)
+		var holder, prefix *string
+		if f := r.log.db.fence.Load(); f != nil {
+			holder, prefix = &f.holder, &f.prefix
+		}
+		b.Queue(r.log.appendSQL, r.sessionID, n, r.accepted, r.answered, r.running, r.types, r.data, r.created, holder, prefix)
 	} else {
 		b.Queue(r.log.appendSQL, r.sessionID, n, r.types, r.data, r.created)
 	}
@@ -208,6 +216,9 @@ func (r *appendReq) result(br pgx.BatchResults) error {
 	var last int64
 	err := br.QueryRow().Scan(&last)
 	if noRows(err) {
+		if r.log.turns && r.log.db.fence.Load() != nil {
+			return fmt.Errorf("session %q: unknown, or another node holds its lease: %w", r.sessionID, record.ErrNotFound)
+		}
 		return r.log.notFound(r.sessionID)
 	}
 	if err != nil {

@@ -48,7 +48,7 @@ func parseNotification(payload string) (store.Notification, bool) {
 	kind, rest, ok1 := strings.Cut(payload, " ")
 	seq, id, ok2 := strings.Cut(rest, " ")
 	n, err := strconv.ParseInt(seq, 10, 64)
-	if !ok1 || !ok2 || err != nil || (kind != "session" && kind != "run") {
+	if !ok1 || !ok2 || err != nil || (kind != "session" && kind != "run" && kind != NotifyCommand && kind != NotifyResult) {
 		return store.Notification{}, false
 	}
 	return store.Notification{Kind: kind, ID: id, Seq: n}, true

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,6 +74,22 @@ type DB struct {
 	runEvents     eventLog
 
 	closeOnce sync.Once
+	fence     atomic.Pointer[fence]
+}
+
+type fence struct{ prefix, holder string }
+
+var _ store.SessionFence = (*DB)(nil)
+
+// FenceSessions implements store.SessionFence: from now on a session's
+// appends through db are refused (as for an unknown session) while a
+// holder other than holder holds the live lease prefix+id. A node that
+// lost a session's lease (paused past its TTL, cut off from the
+// database) then cannot write after the node that took the session over
+// has started: the append checks the lease in the statement that takes
+// the session's row lock.
+func (db *DB) FenceSessions(prefix, holder string) {
+	db.fence.Store(&fence{prefix: prefix, holder: holder})
 }
 
 var (
