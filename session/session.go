@@ -35,6 +35,7 @@ import (
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/turnend"
 	"github.com/weft-run/weft/vision"
 )
 
@@ -146,6 +147,10 @@ type Config struct {
 	// ContextWindow overrides every model's window (agent.Config);
 	// MaxContextMessages bounds the messages a request carries.
 	ContextWindow, MaxContextMessages int
+	// TurnEnd is told of every finished turn (memory extraction, the
+	// consolidation check, suggestions events; package turnend); nil
+	// means nothing runs after a turn.
+	TurnEnd *turnend.Pipeline
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,
