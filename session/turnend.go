@@ -30,7 +30,7 @@ func (rt *Service) turnEnded(l *live, a *agent.Agent, s *agent.Session, stop str
 // meanwhile: a next turn started or waits (the suggestions were for the
 // turn before it), or the session was deleted.
 func (rt *Service) suggest(l *live, d event.SuggestionsData) {
-	if l.gone.Load() {
+	if len(d.Suggestions) == 0 || l.gone.Load() {
 		return
 	}
 	cur, err := rt.session(l.id)

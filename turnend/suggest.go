@@ -15,8 +15,11 @@ const suggestSystem = `You suggest what the user might ask next. Given the end o
 const suggestMessages = 6
 
 // suggest asks the model for follow-up prompts within SuggestTimeout and
-// delivers them; a slow or failing model delivers nothing.
+// delivers them; a slow or failing model delivers an empty list (a
+// waiting REPL stops waiting; no event is made of it).
 func (p *Pipeline) suggest(t Turn) {
+	var list []string
+	defer func() { t.Suggest(event.SuggestionsData{Suggestions: list}) }()
 	prov, model := p.model(t)
 	if prov == nil || model == "" {
 		return
@@ -42,9 +45,5 @@ func (p *Pipeline) suggest(t Turn) {
 		}
 		return
 	}
-	list := cleanSuggestions(res.Message.Text())
-	if len(list) == 0 {
-		return
-	}
-	t.Suggest(event.SuggestionsData{Suggestions: list})
+	list = cleanSuggestions(res.Message.Text())
 }

@@ -86,8 +86,10 @@ type Turn struct {
 	// StopReason is the turn's; only a turn that finished (end_turn,
 	// stop_sequence) gets suggestions.
 	StopReason string
-	// Suggest delivers the suggestions (a suggestions event after the
-	// turn's done); nil: none for this turn.
+	// Suggest is called once when the suggestions step ends, with up to
+	// MaxSuggestions prompts, or none when the model gave none, failed or
+	// was slower than SuggestTimeout; nil (or a turn that did not
+	// finish) skips the step.
 	Suggest func(event.SuggestionsData)
 }
 
@@ -151,6 +153,22 @@ func (p *Pipeline) Suggests() bool { return p != nil && p.cfg.Suggest }
 
 // Wait waits for the background work started so far.
 func (p *Pipeline) Wait() { p.wg.Wait() }
+
+// Drain waits for the background work started so far until ctx ends,
+// then closes the pipeline: a one-shot command's extraction gets to finish
+// before the process exits, within a bound.
+func (p *Pipeline) Drain(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	p.Close()
+}
 
 // Close cancels the background work, waits for it, and ignores later
 // turns.
