@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/memory"
 )
 
@@ -22,7 +23,7 @@ func (p *Pipeline) requestExtraction(t Turn) {
 		p.sessions[t.Session] = st
 	}
 	st.turns++
-	turnCount, last, from := st.turns, st.lastTurn, min(st.lastMsg, len(t.Messages))
+	turnCount, last, from := st.turns, st.lastTurn, spanStart(st.lastMsg, t.Messages)
 	p.mu.Unlock()
 
 	ex := p.cfg.Extractor
@@ -84,7 +85,7 @@ func (p *Pipeline) extractLoop(st *extractState, j job) {
 // extract runs one extraction over the messages since the last one.
 func (p *Pipeline) extract(st *extractState, j job) {
 	p.mu.Lock()
-	from := min(st.lastMsg, len(j.turn.Messages))
+	from := spanStart(st.lastMsg, j.turn.Messages)
 	p.mu.Unlock()
 	msgs := j.turn.Messages
 	span := msgs[from:]
@@ -131,4 +132,14 @@ func (p *Pipeline) extract(st *extractState, j job) {
 	}
 	p.log.Debug("memory extracted", "session", j.turn.Session, "messages", len(span))
 	advance(true)
+}
+
+// spanStart is where the messages since the last extraction begin. A
+// conversation shorter than what was covered was rewound or compacted
+// since: all of it is new then.
+func spanStart(covered int, msgs []llm.Message) int {
+	if covered > len(msgs) {
+		return 0
+	}
+	return covered
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
@@ -311,7 +312,13 @@ func nonEmpty(s, d string) string {
 func cleanSuggestions(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
-		s := strings.TrimSpace(line)
+		// Control characters (terminal escapes) never reach a screen.
+		s := strings.TrimSpace(strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, line))
 		s = strings.TrimLeft(s, "-*•0123456789.) ")
 		s = strings.Trim(strings.TrimSpace(s), "\"'`")
 		s = strings.TrimSpace(s)

@@ -371,6 +371,7 @@ func TestSuggestions(t *testing.T) {
 		{"three of four, cleaned", "1. Run the tests\n- Add a benchmark\n\"Write the docs\"\nFourth one", agent.StopEndTurn, []string{"Run the tests", "Add a benchmark", "Write the docs"}},
 		{"duplicates and blanks", "Run the tests\n\n  \nrun the tests\nCommit", agent.StopEndTurn, []string{"Run the tests", "Commit"}},
 		{"nothing", "", agent.StopEndTurn, nil},
+		{"terminal escapes dropped", "\x1b[2J\x1b]0;pwned\x07Run the tests\r", agent.StopEndTurn, []string{"[2J]0;pwnedRun the tests"}},
 		{"a cancelled turn gets none", "Run the tests", agent.StopCancelled, nil},
 	}
 	for _, tt := range tests {
