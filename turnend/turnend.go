@@ -270,6 +270,9 @@ func (p *Pipeline) runAgent(ctx context.Context, t Turn, role string, tools []st
 	a, err := agent.New(agent.Config{
 		Provider: prov, Model: model, System: system, Tools: reg, MaxTurns: maxTurns,
 		Policy: pol, Logger: p.log.With("memory_agent", role),
+		// Background work: one retry, not five with backoff; what fails
+		// is tried again at a later turn.
+		Retry: agent.RetryPolicy{MaxAttempts: 2},
 	})
 	if err != nil {
 		return err
