@@ -442,3 +442,58 @@ func TestSuggestionsSlowModel(t *testing.T) {
 		t.Fatalf("%d requests", n)
 	}
 }
+
+// TestDreamThroughPipeline: with its gates open, the consolidation agent
+// runs after a turn; one that fails midway leaves memory as it was.
+func TestDreamThroughPipeline(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		finish llmtest.Script // after the agent deleted "dup"
+		kept   bool           // "dup" is still there afterwards
+	}{
+		{"succeeds", llmtest.Text("Merged dup into build."), false},
+		{"fails midway", llmtest.Script{Status: 400, ErrorMessage: "invalid request"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, func(c *turnend.Config) {
+				c.Extract, c.Dream = false, true
+				c.DreamConfig = memory.DreamConfig{MinSessions: 1}
+			})
+			// Only the user directory has entries: the project's dream
+			// (first) has nothing to read and is scripted to end at once.
+			user := r.store.Dir(memory.ScopeUser)
+			for _, e := range []memory.Entry{{Name: "build", Body: "Run make."}, {Name: "dup", Body: "Run make (again)."}} {
+				if _, err := user.Write(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			idxBefore, _ := os.ReadFile(filepath.Join(r.user, memory.IndexFile))
+			r.fake.Push(
+				llmtest.Text("Nothing to consolidate."), // the project directory
+				llmtest.Script{Blocks: []llmtest.Block{llmtest.ToolBlock("d1", "Delete", toolJSON(map[string]string{"file_path": filepath.Join(r.user, "dup.md")}))}},
+				tt.finish,
+			)
+			r.p.TurnEnded(r.turn("s1", llm.UserText("hi"), assistant("hello")))
+			r.p.Wait()
+			_, err := user.Read("dup")
+			if kept := err == nil; kept != tt.kept {
+				t.Fatalf("dup kept = %v, want %v\n%s", kept, tt.kept, r.log)
+			}
+			st := memory.NewDreamer(user, memory.DreamConfig{}).State()
+			if tt.kept {
+				idx, _ := os.ReadFile(filepath.Join(r.user, memory.IndexFile))
+				if !bytes.Equal(idx, idxBefore) || !st.LastRun.IsZero() {
+					t.Fatalf("not rolled back: index %q, state %+v", idx, st)
+				}
+				if !strings.Contains(r.log.String(), "memory put back as it was") {
+					t.Fatalf("the failure was not logged:\n%s", r.log)
+				}
+			} else if st.LastRun.IsZero() || len(st.Sessions) != 0 {
+				t.Fatalf("a successful dream did not start a new period: %+v", st)
+			}
+		})
+	}
+}
