@@ -39,6 +39,7 @@ import (
 	"github.com/weft-run/weft/store/sqlite"
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
+	"github.com/weft-run/weft/turnend"
 	"github.com/weft-run/weft/vision"
 )
 
@@ -100,6 +101,12 @@ type Config struct {
 	// Memory enables cross-session memory: the memory tools, and relevant
 	// memories given to the planner.
 	Memory bool
+	// TurnEnd is the turn-end pipeline every session turn ends with
+	// (package turnend: memory extraction, consolidation, suggestions
+	// events); with no step on, none runs. Its Audit defaults to the
+	// policy's sink (the store's audit trail included), its Logger to
+	// Logger; Shutdown stops it.
+	TurnEnd turnend.Config
 	// Observer receives what the sessions' turns and the runs do (observe.Observer;
 	// promobs.Metrics turns it into the weft_* series); nil means none.
 	Observer observe.Observer
@@ -150,6 +157,7 @@ type App struct {
 	Leases *lease.Keeper
 
 	closeStore func() error // when New opened the store
+	turnEnd    *turnend.Pipeline
 	hooks      *hook.Manager
 
 	mu       sync.Mutex
@@ -255,10 +263,19 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Tools = tools
 
 	approvals := approval.New() // one broker: the sessions' questions and the runs' gates
+	te := cfg.TurnEnd
+	if te.Audit == nil {
+		te.Audit = pol.Audit
+	}
+	if te.Logger == nil {
+		te.Logger = a.log
+	}
+	a.turnEnd = turnend.New(te)
 	a.Sessions, err = session.New(session.Config{Store: st, Models: cfg.Models, DefaultModel: cfg.DefaultModel, Tools: tools,
 		System: cfg.System, Prompt: cfg.Prompt, Vision: cfg.Vision, Policy: &pol, AllowBypass: cfg.AllowBypass, Audits: st, MaxTurns: cfg.MaxTurns,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals, Observer: cfg.Observer, Logger: a.log,
 		Usage: st, Budget: cfg.Budget,
+		TurnEnd: a.turnEnd,
 		Context: cfg.Context, CompactModel: cfg.CompactModel, ContextWindow: cfg.ContextWindow, MaxContextMessages: cfg.MaxContextMessages,
 		Leases: a.Leases, Commands: cmds, Notifier: notifier})
 	if err != nil {
@@ -482,6 +499,10 @@ func (a *App) stop(ctx context.Context) error {
 	if a.Sessions != nil {
 		step("turns", a.Sessions.Shutdown(ctx))
 	}
+	// After the turns (the last one may have started its pipeline): a
+	// cancelled extraction is redone another time, a cancelled dream is
+	// rolled back.
+	a.turnEnd.Close()
 	if a.Server != nil {
 		a.Server.Close()
 	}

@@ -117,11 +117,12 @@ func (g *GitSyncAdapter) InitRepo(ctx context.Context, localDir, remoteURL strin
 	}
 	// Temporary files of an interrupted write are never synced, nor is
 	// the index: each side derives it from its entries, and two sides
-	// that both added entries would otherwise always conflict on it.
+	// that both added entries would otherwise always conflict on it. The
+	// Dreamer's state and locks are this machine's own.
 	if err := os.MkdirAll(filepath.Join(localDir, ".git", "info"), 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(localDir, ".git", "info", "exclude"), []byte(".tmp-*\n/"+IndexFile+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(localDir, ".git", "info", "exclude"), []byte(".tmp-*\n/"+IndexFile+"\n/.dream*\n"), 0o600); err != nil {
 		return err
 	}
 	if _, err := g.git(ctx, localDir, "rm", "-q", "--cached", "--ignore-unmatch", "--", IndexFile); err != nil {

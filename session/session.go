@@ -36,6 +36,7 @@ import (
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/tool"
+	"github.com/weft-run/weft/turnend"
 	"github.com/weft-run/weft/vision"
 )
 
@@ -156,6 +157,10 @@ type Config struct {
 	Leases   *lease.Keeper
 	Commands store.Commands
 	Notifier store.Notifier
+	// TurnEnd is told of every finished turn (memory extraction, the
+	// consolidation check, suggestions events; package turnend); nil
+	// means nothing runs after a turn.
+	TurnEnd *turnend.Pipeline
 }
 
 // Defaults of the session state's eviction (Config.IdleEvict,

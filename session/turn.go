@@ -107,6 +107,10 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 	s := a.ResumeSessionWith(l.history, state)
 	rt.restoreTotals(ctx, s, l.id)
 	l.tools = s
+	stop := ""
+	// Deferred before the writer's close, so it runs after it: the
+	// pipeline's events follow the turn's.
+	defer func() { rt.turnEnded(l, a, s, stop) }()
 	w := rt.newWriter(l)
 	l.mu.Lock()
 	l.writer = w
@@ -134,6 +138,7 @@ func (rt *Service) turn(ctx context.Context, l *live, q queued) {
 			// asks for the session must see the turn, and a crash after
 			// done must not lose it.
 			d, _ := ev.Data.(agent.DoneData)
+			stop = d.StopReason
 			save(d.StopReason != agent.StopCancelled && d.StopReason != agent.StopError)
 			l.mu.Lock()
 			l.turnDone = true

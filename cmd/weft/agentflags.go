@@ -25,6 +25,7 @@ import (
 	"github.com/weft-run/weft/tool"
 	"github.com/weft-run/weft/tool/builtin"
 	"github.com/weft-run/weft/tool/mcp"
+	"github.com/weft-run/weft/turnend"
 )
 
 // agentFlags are shared by run and chat.
@@ -50,6 +51,10 @@ type agentFlags struct {
 	mcpServers *mcp.Manager
 	// ckpt is set by build: the workspace checkpoints (chat's /undo).
 	ckpt *cliCheckpoints
+	// turnEnd configures the turn-end pipeline; build sets pipe
+	// (turnend.go).
+	turnEnd turnEndFlags
+	pipe    *cliTurnEnd
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -65,6 +70,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every tool call without asking (same as --permission-mode bypass)")
 	a.policyFlags.register(f, "audit log (JSON lines) of every tool-call decision; \"off\" for none (default ~/.weft/audit.jsonl)")
 	a.promptFlags.register(f)
+	a.turnEnd.register(f)
 	a.budgetFlags.register(f)
 	a.mcp.register(f)
 	a.context.register(f)
@@ -203,6 +209,23 @@ func (a *agentFlags) build(env environ, lines *lineReader, out io.Writer) (*agen
 	if err := a.budgetFlags.apply(env, &acfg, lines, out, a.yes); err != nil {
 		closeAll()
 		return nil, nil, err
+	}
+	if err := a.turnEnd.fromEnv(env.getenv); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	a.pipe = &cliTurnEnd{p: turnend.New(a.turnEnd.config(a.promptFlags.mem, acfg.CompactProvider, acfg.CompactModel, bp.pol.Audit, log)), session: newCLISession()}
+	if a.ckpt != nil {
+		a.pipe.session = a.ckpt.session
+	}
+	closePipe := closeAll
+	closeAll = func() error {
+		// Before the audit log and the model close: an extraction still
+		// running may use both.
+		ctx, cancel := context.WithTimeout(context.Background(), cliTurnEndDrain)
+		defer cancel()
+		a.pipe.p.Drain(ctx)
+		return closePipe()
 	}
 	ledger := newUsageLedger(usageLedgerPath(env), log)
 	acfg.OnUsage = ledger.onUsage(newID("cli_"))

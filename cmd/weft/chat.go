@@ -54,10 +54,11 @@ clears the line, and a second Ctrl-C at the prompt within 2 seconds leaves
 			signal.Notify(intr, os.Interrupt)
 			defer signal.Stop(intr)
 			keys := func() (llm.PoolStatus, bool) { return f.reg.KeyStatus(a.ModelInfo().Provider) }
-			return chat(cmd.Context(), env, a, lines, showThinking, intr, f.mcpServers, keys, f.ckpt)
+			return chat(cmd.Context(), env, a, lines, showThinking, intr, f.mcpServers, keys, f.ckpt, f.pipe)
 		},
 	}
 	f.register(cmd.Flags())
+	f.turnEnd.suggestByDefault()
 	cmd.Flags().BoolVar(&showThinking, "show-thinking", false, "print the model's thinking to stderr")
 	return cmd
 }
@@ -69,7 +70,7 @@ const exitWindow = 2 * time.Second
 // chat is the REPL. interrupts delivers Ctrl-C (SIGINT); ctx ends on
 // SIGTERM only.
 func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, showThinking bool, interrupts <-chan os.Signal, mcpServers *mcp.Manager,
-	keys func() (llm.PoolStatus, bool), ckpt *cliCheckpoints) error {
+	keys func() (llm.PoolStatus, bool), ckpt *cliCheckpoints, te *cliTurnEnd) error {
 	s := a.NewSession()
 	info := a.ModelInfo()
 	fmt.Fprintf(env.stderr, "weft chat with %s:%s. /help for commands, /exit to leave.\n", info.Provider, info.ID)
@@ -156,13 +157,21 @@ func chat(ctx context.Context, env environ, a *agent.Agent, lines *lineReader, s
 			}
 		}()
 		turns.begin(s)
+		stop := ""
 		for ev := range s.Run(withUsageRun(runCtx), line) {
 			tr.render(ev)
+			if d, ok := ev.Data.(agent.DoneData); ok {
+				stop = d.StopReason
+			}
 		}
 		close(ran)
 		<-watched
 		cancelRun()
 		s = turns.end(a, s, interrupted || ctx.Err() != nil)
+		// Memory extraction and the dream check run on in the background;
+		// follow-up suggestions are shown before the next prompt when they
+		// come in time (turnend.go).
+		printSuggestions(ctx, te.ended(a, s, stop), interrupts, env.stdout)
 		// A Ctrl-C pressed while the run was stopping was meant for it,
 		// not for the prompt.
 		select {

@@ -47,7 +47,7 @@ func startChat(t *testing.T, env []string, args ...string) *chatProc {
 	t.Helper()
 	p := &chatProc{t: t, exited: make(chan struct{})}
 	p.cmd = exec.Command(weftBinary(t), append([]string{"chat"}, args...)...)
-	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	p.cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, turnEndOff...), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -188,7 +188,7 @@ func TestRunInterrupt(t *testing.T) {
 	fake.Push(llmtest.Script{Blocks: []llmtest.Block{llmtest.TextBlock(chunks...)}, Delay: 20 * time.Millisecond})
 	p := &chatProc{t: t, exited: make(chan struct{})}
 	p.cmd = exec.Command(weftBinary(t), "run", "--model", "openai:gpt-4.1", "talk")
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + fake.URL + "/v1", "WEFT_WORKSPACE=" + t.TempDir()}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + fake.URL + "/v1", "WEFT_WORKSPACE=" + t.TempDir()}, turnEndOff...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ type cliResult struct {
 func runBinary(t *testing.T, env []string, stdin string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(weftBinary(t), args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, turnEndOff...), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -50,7 +50,7 @@ end; stream-json prints one JSON event per line, for scripts.`,
 				return err
 			}
 			defer closeModel()
-			return runOnce(cmd, env, a, prompt, format, showThinking)
+			return runOnce(cmd, env, a, prompt, format, showThinking, f.pipe)
 		},
 	}
 	f.register(cmd.Flags())
@@ -74,11 +74,21 @@ type runResult struct {
 	BudgetDecision *agent.BudgetDecision `json:"budget_decision,omitempty"`
 }
 
-func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format string, showThinking bool) error {
+func runOnce(cmd *cobra.Command, env environ, a *agent.Agent, prompt, format string, showThinking bool, te *cliTurnEnd) error {
 	tr := &textRenderer{out: env.stdout, errw: env.stderr, showThinking: showThinking}
 	var res runResult
 	var runErr error
-	for ev, err := range a.NewSession().Run(withUsageRun(cmd.Context()), prompt) {
+	s := a.NewSession()
+	// The turn-end pipeline (memory extraction, the dream check, and with
+	// --suggestions follow-ups on stderr) runs as the run ends; the
+	// command's close waits for it, within a bound.
+	defer func() {
+		ch := te.ended(a, s, res.StopReason)
+		if format == "text" {
+			printSuggestions(cmd.Context(), ch, nil, env.stderr)
+		}
+	}()
+	for ev, err := range s.Run(withUsageRun(cmd.Context()), prompt) {
 		if err != nil {
 			runErr = err
 		}

@@ -86,6 +86,8 @@ type serveFlags struct {
 	mcp mcpFlags
 	// context is the context window's management (contextflags.go).
 	context contextFlags
+	// turnEnd configures the turn-end pipeline (turnend.go).
+	turnEnd turnEndFlags
 }
 
 func newServeCmd(env environ) *cobra.Command {
@@ -159,6 +161,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug | info | warn | error")
 	f.mcp.register(fs)
 	f.context.register(fs)
+	f.turnEnd.register(fs)
+	f.turnEnd.suggestByDefault()
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")
@@ -486,6 +490,9 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	acfg.Budget = agent.Budget{MaxUSD: f.maxBudgetUSD, MaxTokens: f.maxTokensTotal}
 	if err := f.context.appConfig(env, &acfg); err != nil {
+		return err
+	}
+	if acfg.TurnEnd, err = f.turnEnd.serveConfig(models, acfg.CompactModel, f.promptFlags.mem, log); err != nil {
 		return err
 	}
 	// The MCP server's handler is built once the app exists (it needs the

@@ -20,7 +20,12 @@ func run(t *testing.T, env map[string]string, stdin string, args ...string) (std
 	t.Helper()
 	var out, errb bytes.Buffer
 	e := environ{
-		getenv: func(k string) string { return env[k] },
+		getenv: func(k string) string {
+			if v, ok := env[k]; ok {
+				return v
+			}
+			return turnEndOffEnv(k)
+		},
 		stdin:  strings.NewReader(stdin),
 		stdout: &out,
 		stderr: &errb,

@@ -34,6 +34,8 @@ var ranks = map[string]int{
 	"compact": 4,
 	// The agent loop.
 	"agent": 5,
+	// The turn-end pipeline: memory agents and suggestions after a turn.
+	"turnend": 5,
 	// Workspace checkpoints: a policy stage over git.
 	"checkpoint": 5,
 	// The services.
