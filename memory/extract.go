@@ -41,8 +41,9 @@ type SpanExtractor interface {
 // DefaultCodeExtractor is the extractor for coding sessions: every
 // Every turns (default 3), and sooner after a turn in which the user
 // stated a preference or a decision ("always", "never", "prefer",
-// "remember", "from now on", ...) or the agent changed files (Write,
-// Edit, Bash): the turns that teach something worth keeping.
+// "remember", "from now on", ...): the turns that teach something worth
+// keeping. Changing files is not a cue: in a coding session nearly every
+// turn does, and an extraction per turn is a model run per turn.
 type DefaultCodeExtractor struct {
 	// Every is the turn interval of extractions; 0 means 3.
 	Every int
@@ -64,12 +65,9 @@ func (e *DefaultCodeExtractor) ShouldExtract(turnCount, lastExtractTurn int) boo
 
 // decisionCues mark a user message that states a preference or decision.
 var decisionCues = []string{
-	"remember", "always", "never", "prefer", "from now on", "don't", "do not", "instead of",
+	"remember", "always", "never", "prefer", "from now on", "instead of",
 	"we use", "we decided", "convention", "make sure to", "should use",
 }
-
-// writeTools change files when called.
-var writeTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"}
 
 // ShouldExtractSpan implements SpanExtractor.
 func (*DefaultCodeExtractor) ShouldExtractSpan(msgs []llm.Message) bool {
@@ -79,13 +77,6 @@ func (*DefaultCodeExtractor) ShouldExtractSpan(msgs []llm.Message) bool {
 			t := strings.ToLower(m.Text())
 			for _, c := range decisionCues {
 				if strings.Contains(t, c) {
-					return true
-				}
-			}
-		}
-		for _, u := range m.ToolUses() {
-			for _, w := range writeTools {
-				if u.ToolName == w {
 					return true
 				}
 			}
