@@ -149,6 +149,8 @@ type App struct {
 	// several nodes (store.Leases), in memory otherwise.
 	Leases *lease.Keeper
 
+	cluster *cluster // this node among the store's (cluster.go)
+
 	closeStore func() error // when New opened the store
 	hooks      *hook.Manager
 
@@ -212,6 +214,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		a.Leases = lease.NewKeeper(ls, nodeID, cfg.LeaseTTL, a.log)
 	} else {
 		a.Leases = lease.NewKeeper(lease.NewLocal(), nodeID, cfg.LeaseTTL, a.log)
+	}
+	if a.cluster, err = newCluster(ctx, st, a.Leases, cfg.Addr, cfg.Server.Version, a.log); err != nil {
+		return nil, fmt.Errorf("app: registering node %s: %w", nodeID, err)
 	}
 	if pol.Secrets != nil {
 		// Everything below gets only this: no row it writes holds a
@@ -312,6 +317,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	scfg := cfg.Server
 	scfg.Runtime, scfg.Runs, scfg.Background = a.Sessions, a.Runs, a.Background
+	if scfg.Cluster == nil {
+		scfg.Cluster = a.cluster
+	}
 	if scfg.Usage == nil {
 		scfg.Usage = st
 	}
@@ -382,6 +390,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	// own deadline instead. The listener bounds connections and answers
 	// net/http's own errors in the error JSON.
 	hs := a.Server.HTTPServer()
+	a.cluster.setAddr(ln.Addr().String())
 	ln = a.Server.Listener(ln)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -474,6 +483,9 @@ func (a *App) stop(ctx context.Context) error {
 	// closes.
 	if a.hooks != nil {
 		step("hooks", a.hooks.Close(ctx))
+	}
+	if a.cluster != nil {
+		step("leaving the cluster", a.cluster.leave(ctx))
 	}
 	if a.closeStore != nil {
 		step("store", a.closeStore())

@@ -14,3 +14,9 @@ import (
 func openPostgres(ctx context.Context, dsn string) (store.Store, error) {
 	return postgres.Open(ctx, dsn, postgres.Options{})
 }
+
+// isPostgres says whether st is a PostgreSQL store.
+func isPostgres(st store.Store) bool {
+	_, ok := st.(*postgres.DB)
+	return ok
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/app"
 	"github.com/weft-run/weft/compact"
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/llm/cassette"
 	"github.com/weft-run/weft/llm/registry"
@@ -76,6 +77,10 @@ type serveFlags struct {
 	maxTokensTotal int
 	// stdio: `weft mcp serve`, MCP on stdin/stdout instead of HTTP.
 	stdio bool
+	// nodeID and leaseTTL name this node among those sharing a PostgreSQL
+	// store and bound how long its claims outlive it (app.Config).
+	nodeID   string
+	leaseTTL time.Duration
 	policyFlags
 	promptFlags
 	mcp mcpFlags
@@ -161,6 +166,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxTokensTotal, "max-tokens-total", 0, "default limit on all tokens of a session turn's model calls (0: none); a request's max_tokens_total replaces it")
 	fs.BoolVar(&f.serveMCP, "mcp", false, "serve weft as an MCP server at /mcp (streamable HTTP, behind --bearer-token like the API): published workflows as tools (docs/mcp.md)")
 	fs.StringVar(&f.mcpTools, "mcp-tools", "", "builtin tools the MCP server exposes besides the workflows, comma-separated (e.g. Read,Grep,Glob), under the server's policy; \"\" for none")
+	fs.StringVar(&f.nodeID, "node-id", "", "this node's name among the weft serve nodes sharing a PostgreSQL database (GET /v1/nodes, lease holders; default: the host name and a random suffix)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "how long this node's claims on work (a session's turns, a run, the scheduler) outlive it when it dies without a word: another node takes the work over after it; it renews them every third of it")
 	fs.StringVar(&f.uiDir, "ui-dir", "", "serve the web UI from this directory (a development build, e.g. web/dist) instead of the embedded one")
 }
 
@@ -462,6 +469,7 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	acfg := app.Config{DB: f.db, Models: models, DefaultModel: spec, Workspace: ws,
 		Tools: tools, ToolConfig: toolCfg, System: f.system, Prompt: pb, Vision: describer, Policy: bp.pol, AllowBypass: bp.explicitBypass,
 		MaxTurns: f.maxTurns, Memory: f.memory, Observer: obs, Addr: f.addr, ShutdownTimeout: serveShutdownTimeout, Logger: log,
+		NodeID: f.nodeID, LeaseTTL: f.leaseTTL,
 		Server: server.Config{BearerToken: f.bearerToken, Metrics: metrics,
 			CORSOrigins: cors, AllowedHosts: hosts, RateLimit: rateLimit, BodyReadTimeout: f.bodyTimeout,
 			MaxConns: f.maxConns, MaxConnsPerIP: f.maxConnsPerIP, Keepalive: f.keepalive, Version: version(), UI: ui,
@@ -471,6 +479,10 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	}
 	if f.maxBudgetUSD < 0 || math.IsNaN(f.maxBudgetUSD) || math.IsInf(f.maxBudgetUSD, 0) || f.maxTokensTotal < 0 {
 		return fmt.Errorf("--max-budget-usd %v / --max-tokens-total %d: want non-negative amounts", f.maxBudgetUSD, f.maxTokensTotal)
+	}
+	if f.leaseTTL < time.Second {
+		// Renewals every third of it must outpace a loaded database.
+		return fmt.Errorf("--lease-ttl %v: want at least 1s", f.leaseTTL)
 	}
 	acfg.Budget = agent.Budget{MaxUSD: f.maxBudgetUSD, MaxTokens: f.maxTokensTotal}
 	if err := f.context.appConfig(env, &acfg); err != nil {
