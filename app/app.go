@@ -296,7 +296,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Sessions.SetFlowTools(a.Runs)
 	a.Background, err = run.NewBackground(base, run.BackgroundConfig{Runs: a.Runs, Schedules: st,
-		Hooks: a.Sessions.FireHook, Secrets: a.Sessions.Secrets(), Logger: a.log})
+		Hooks: a.Sessions.FireHook, Secrets: a.Sessions.Secrets(), Logger: a.log,
+		Leases: a.Leases, Swap: a.cluster.swapper(pol.Secrets), Poll: a.cluster.poll()})
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/internal/lease"
+	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/schedule"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/memstore"
@@ -25,6 +27,7 @@ type cluster struct {
 	keeper *lease.Keeper
 	nodes  store.Nodes // nil: the store is this node's alone
 	kind   string
+	raw    store.Store // the store as opened, before redaction
 	log    *slog.Logger
 
 	mu   sync.Mutex
@@ -54,7 +57,7 @@ func storeKind(st store.Store) string {
 // newCluster registers this node (a first heartbeat, so that New fails
 // when the registry cannot be written) and starts heartbeating.
 func newCluster(ctx context.Context, st store.Store, k *lease.Keeper, addr, version string, log *slog.Logger) (*cluster, error) {
-	c := &cluster{keeper: k, kind: storeKind(st), log: log, self: store.Node{ID: k.Holder(), Addr: addr, Version: version},
+	c := &cluster{keeper: k, kind: storeKind(st), raw: st, log: log, self: store.Node{ID: k.Holder(), Addr: addr, Version: version},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if ns, ok := st.(store.Nodes); ok {
 		c.nodes = ns
@@ -172,4 +175,36 @@ func (c *cluster) leave(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// swapper is the store's compare and swap of schedules when several
+// nodes share it (nil otherwise), redacting secrets as the store every
+// service gets does.
+func (c *cluster) swapper(secrets *secret.Set) schedule.Swapper {
+	sw, ok := c.raw.(schedule.Swapper)
+	if !ok || c.nodes == nil {
+		return nil
+	}
+	if secrets == nil {
+		return sw
+	}
+	return redactingSwapper{sw, secrets}
+}
+
+type redactingSwapper struct {
+	schedule.Swapper
+	set *secret.Set
+}
+
+func (r redactingSwapper) SwapSchedule(ctx context.Context, s record.Schedule, prevNextRunAt time.Time, prevActive bool) (bool, error) {
+	return r.Swapper.SwapSchedule(ctx, secret.Redacted(r.set, s), prevNextRunAt, prevActive)
+}
+
+// poll bounds the scheduler's sleep when other nodes share the store:
+// schedules they create are seen within it.
+func (c *cluster) poll() time.Duration {
+	if c.nodes == nil {
+		return 0
+	}
+	return c.keeper.TTL() / 3
 }
