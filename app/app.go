@@ -290,7 +290,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Runs, err = run.New(base, run.Config{Runs: st, Workflows: st, Audits: st, Tools: tools,
 		Models: cfg.Models, DefaultModel: cfg.DefaultModel, Policy: a.Sessions.ServerPolicy, AllowBypass: cfg.AllowBypass,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals,
-		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log})
+		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log,
+		Leases: a.Leases, Shared: a.cluster.nodes != nil})
 	if err != nil {
 		return nil, err
 	}

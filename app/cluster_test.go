@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/weft-run/weft/app"
 	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/llm/llmtest"
+	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store/postgres/pgtest"
 )
@@ -43,6 +45,14 @@ func getJSON(t *testing.T, h http.Handler, path string, out any) {
 	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
 		t.Fatalf("GET %s: %v in %s", path, err, rec.Body)
 	}
+}
+
+func leaseNames(ls []record.Lease) string {
+	var names []string
+	for _, l := range ls {
+		names = append(names, l.Name)
+	}
+	return strings.Join(names, " ")
 }
 
 func newNode(t *testing.T, db, id string, ttl time.Duration) *app.App {
@@ -75,8 +85,9 @@ func TestNodeOnSQLite(t *testing.T) {
 	if nodes.Self != "solo" || nodes.Store != "sqlite" || len(nodes.Nodes) != 1 || !nodes.Nodes[0].Self {
 		t.Fatalf("nodes: %+v", nodes)
 	}
-	if ls := nodes.Nodes[0].Leases; len(ls) != 1 || ls[0].Name != "run:r1" {
-		t.Errorf("leases: %+v", ls)
+	// Its own claim, and the scheduler's: alone, it runs the schedules.
+	if got := leaseNames(nodes.Nodes[0].Leases); got != "run:r1 scheduler" {
+		t.Errorf("leases: %s", got)
 	}
 }
 
@@ -108,8 +119,12 @@ func TestNodesOnPostgres(t *testing.T) {
 	if len(byID) != 2 || !byID["node-b"].Self || byID["node-a"].Self {
 		t.Fatalf("nodes: %+v", nodes)
 	}
-	if ls := byID["node-a"].Leases; len(ls) != 1 || ls[0].Name != "run:r1" || ls[0].Holder != "node-a" {
-		t.Errorf("node-a's leases: %+v", ls)
+	// a started first, so it runs the schedules; b retries every half TTL.
+	if got := leaseNames(byID["node-a"].Leases); got != "run:r1 scheduler" {
+		t.Errorf("node-a's leases: %s", got)
+	}
+	if got := leaseNames(byID["node-b"].Leases); got != "" {
+		t.Errorf("node-b's leases: %s", got)
 	}
 	var held *lease.HeldError
 	if _, err := b.Leases.Hold(t.Context(), "run:r1"); !errors.As(err, &held) {

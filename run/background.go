@@ -66,6 +66,9 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 		return nil, errors.New("run: BackgroundConfig.Runs and Schedules are required")
 	}
 	opt := task.Options{Logger: cfg.Logger}
+	if cfg.Leases != nil {
+		opt.Node = cfg.Leases.Holder()
+	}
 	opt.Secrets = cfg.Secrets
 	if cfg.Hooks != nil {
 		opt.OnCreated = taskHook(cfg.Hooks, hook.TaskCreated)

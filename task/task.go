@@ -85,6 +85,10 @@ type Task struct {
 	Error       string          `json:"error,omitempty"`
 	CreatedAt   time.Time       `json:"createdAt"`
 	FinishedAt  time.Time       `json:"finishedAt,omitzero"`
+	// Node is the weft serve node whose process runs the task (tasks are
+	// that node's: its task tools and /v1/tasks reach them); "" when the
+	// registry was given no node id.
+	Node string `json:"node,omitempty"`
 }
 
 // Done reports whether the task has ended.
@@ -125,6 +129,8 @@ type Options struct {
 	// KeepFinished bounds how many finished tasks stay listed; the oldest
 	// finished go first. Zero means DefaultKeepFinished.
 	KeepFinished int
+	// Node names the node the registry's tasks run on (Task.Node).
+	Node string
 	// MaxProcesses bounds how many process tasks run at once; SubmitProcess
 	// fails with ErrTooMany beyond it. Zero means DefaultMaxProcesses.
 	MaxProcesses int
@@ -346,6 +352,7 @@ func (r *Registry) start(e *entry, work func() outcome) error {
 	e.done = make(chan struct{})
 	e.t.Status = StatusRunning
 	e.t.CreatedAt = r.opt.Now()
+	e.t.Node = r.opt.Node
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
