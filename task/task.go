@@ -615,16 +615,18 @@ func (r *Registry) Kill(id string) error {
 		return nil
 	}
 	e.killing = true
+	// Read under the lock: finish replaces e.t as a whole meanwhile.
+	tid, kind := e.t.ID, e.t.Kind
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		r.escalate(e)
+		r.escalate(e, tid, kind)
 	}()
 	return nil
 }
 
-func (r *Registry) escalate(e *entry) {
+func (r *Registry) escalate(e *entry, tid, kind string) {
 	wait := func(d time.Duration) bool {
 		tm := time.NewTimer(d)
 		defer tm.Stop()
@@ -649,20 +651,20 @@ func (r *Registry) escalate(e *entry) {
 	}
 	if e.signal != nil {
 		if err := e.signal(syscall.SIGTERM); err != nil {
-			r.log.Debug("task: SIGTERM", "task", e.t.ID, "err", err)
+			r.log.Debug("task: SIGTERM", "task", tid, "err", err)
 		}
 		if wait(r.opt.KillGrace) {
 			return
 		}
 		if err := e.signal(syscall.SIGKILL); err != nil {
-			r.log.Debug("task: SIGKILL", "task", e.t.ID, "err", err)
+			r.log.Debug("task: SIGKILL", "task", tid, "err", err)
 		}
 	}
 	e.abandon()
 	if wait(r.opt.KillGrace) {
 		return
 	}
-	r.log.Warn("task did not stop when killed; no longer waiting for it", "task", e.t.ID, "kind", e.t.Kind)
+	r.log.Warn("task did not stop when killed; no longer waiting for it", "task", tid, "kind", kind)
 	r.finish(e, outcome{status: StatusCancelled, err: "killed; the task did not stop and was abandoned"})
 }
 
