@@ -16,6 +16,7 @@ import (
 	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/llm/llmtest"
 	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/run"
 	"github.com/weft-run/weft/server"
 	"github.com/weft-run/weft/store/postgres/pgtest"
 )
@@ -143,4 +144,51 @@ func TestNodesOnPostgres(t *testing.T) {
 		t.Fatalf("a's lease was not handed back at shutdown: %v", err)
 	}
 	_ = hb.Release(t.Context())
+}
+
+// TestShutdownHandsRunsOver: a node shutting down ends its live runs
+// interrupted and hands their leases back, so another node on the same
+// database resumes one at once, without waiting for the TTL.
+func TestShutdownHandsRunsOver(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	const ttl = 30 * time.Second // far beyond the test: only a hand-back frees a lease in time
+	a := newNode(t, dsn, "node-a", ttl)
+	b := newNode(t, dsn, "node-b", ttl)
+	var p run.Plan
+	if err := json.Unmarshal([]byte(`{"steps":[{"id":"s","tool":"Bash","args":{"command":"sleep 30"}}]}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	// Bash asks for permission first: the run stays live, waiting.
+	r, err := a.Runs.CreateRun(t.Context(), run.RunRequest{Goal: "wait", Config: run.RunConfig{AutoApprove: true}, Workflow: &p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := b.Runs.GetRun(t.Context(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status == run.RunRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run never started: %s", d.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var conflict *run.ConflictError
+	if _, err := b.Runs.ResumeRun(t.Context(), r.ID); !errors.As(err, &conflict) {
+		t.Fatalf("b resumed a run live on a: %v", err)
+	}
+	if err := a.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := b.Runs.GetRun(t.Context(), r.ID); d.Status != run.RunInterrupted {
+		t.Fatalf("after a's shutdown the run is %s", d.Status)
+	}
+	if _, err := b.Runs.ResumeRun(t.Context(), r.ID); err != nil {
+		t.Fatalf("b cannot resume the run a handed back: %v", err)
+	}
+	_ = b.Runs.CancelRun(r.ID)
 }

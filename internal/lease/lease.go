@@ -108,7 +108,9 @@ func (h *Held) Lost() <-chan struct{} { return h.lost }
 
 func (h *Held) markLost(why error) {
 	h.lostOnce.Do(func() {
-		h.k.log.Warn("lease lost", "lease", h.lease.Name, "holder", h.k.holder, "error", why)
+		if why != nil { // nil: released, nothing to warn of
+			h.k.log.Warn("lease lost", "lease", h.lease.Name, "holder", h.k.holder, "error", why)
+		}
 		close(h.lost)
 	})
 }
