@@ -156,6 +156,8 @@ type App struct {
 	// several nodes (store.Leases), in memory otherwise.
 	Leases *lease.Keeper
 
+	cluster *cluster // this node among the store's (cluster.go)
+
 	closeStore func() error // when New opened the store
 	turnEnd    *turnend.Pipeline
 	hooks      *hook.Manager
@@ -228,6 +230,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if f, ok := st.(store.SessionFence); ok && cmds != nil && notifier != nil {
 		// A node that lost a session's lease cannot append to it.
 		f.FenceSessions(session.LeasePrefix, nodeID)
+	}
+	if a.cluster, err = newCluster(ctx, st, a.Leases, cfg.Addr, cfg.Server.Version, a.log); err != nil {
+		return nil, fmt.Errorf("app: registering node %s: %w", nodeID, err)
 	}
 	if pol.Secrets != nil {
 		// Everything below gets only this: no row it writes holds a
@@ -312,7 +317,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Models: cfg.Models, DefaultModel: cfg.DefaultModel, Policy: a.Sessions.ServerPolicy, AllowBypass: cfg.AllowBypass,
 		PermissionTimeout: cfg.PermissionTimeout, Approvals: approvals,
 		SharedDirRoot: filepath.Join(toolCfg.Workspace, ".weft", "runs"), Memories: memories, Logger: a.log,
-		Budget: cfg.Budget, Usage: st, Observer: cfg.Observer})
+		Budget: cfg.Budget, Usage: st, Observer: cfg.Observer,
+		Leases: a.Leases, Shared: a.cluster.nodes != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +333,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Sessions.SetFlowTools(a.Runs)
 	a.Background, err = run.NewBackground(base, run.BackgroundConfig{Runs: a.Runs, Schedules: st,
-		Hooks: a.Sessions.FireHook, Secrets: a.Sessions.Secrets(), Logger: a.log})
+		Hooks: a.Sessions.FireHook, Secrets: a.Sessions.Secrets(), Logger: a.log,
+		Leases: a.Leases, Swap: a.cluster.swapper(pol.Secrets), Poll: a.cluster.poll()})
 	if err != nil {
 		return nil, err
 	}
@@ -348,6 +355,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	scfg := cfg.Server
 	scfg.Runtime, scfg.Runs, scfg.Background = a.Sessions, a.Runs, a.Background
+	if scfg.Cluster == nil {
+		scfg.Cluster = a.cluster
+	}
 	if scfg.Usage == nil {
 		scfg.Usage = st
 	}
@@ -418,6 +428,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	// own deadline instead. The listener bounds connections and answers
 	// net/http's own errors in the error JSON.
 	hs := a.Server.HTTPServer()
+	a.cluster.setAddr(ln.Addr().String())
 	ln = a.Server.Listener(ln)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -514,6 +525,9 @@ func (a *App) stop(ctx context.Context) error {
 	// closes.
 	if a.hooks != nil {
 		step("hooks", a.hooks.Close(ctx))
+	}
+	if a.cluster != nil {
+		step("leaving the cluster", a.cluster.leave(ctx))
 	}
 	if a.closeStore != nil {
 		step("store", a.closeStore())

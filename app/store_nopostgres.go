@@ -12,3 +12,6 @@ import (
 func openPostgres(context.Context, string) (store.Store, error) {
 	return nil, errors.New("this weft was built with -tags nopostgres: no PostgreSQL store")
 }
+
+// isPostgres says whether st is a PostgreSQL store: never without it.
+func isPostgres(store.Store) bool { return false }

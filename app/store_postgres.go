@@ -15,3 +15,9 @@ func openPostgres(ctx context.Context, dsn string) (store.Store, error) {
 	// Notify: other nodes' readers follow this node's appends.
 	return postgres.Open(ctx, dsn, postgres.Options{Notify: true})
 }
+
+// isPostgres says whether st is a PostgreSQL store.
+func isPostgres(st store.Store) bool {
+	_, ok := st.(*postgres.DB)
+	return ok
+}

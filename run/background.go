@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"time"
 
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/policy/hook"
 	"github.com/weft-run/weft/policy/secret"
 	"github.com/weft-run/weft/record"
@@ -50,6 +52,11 @@ type BackgroundConfig struct {
 	Secrets *secret.Set
 	Clock   schedule.Clock // nil: the real clock
 	Logger  *slog.Logger
+	// Leases, Swap and Poll make the schedules fire once across nodes
+	// sharing the store (schedule.Options' fields of the same names).
+	Leases *lease.Keeper
+	Swap   schedule.Swapper
+	Poll   time.Duration
 }
 
 // NewBackground starts the task registry and the scheduler; schedules are
@@ -59,6 +66,9 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 		return nil, errors.New("run: BackgroundConfig.Runs and Schedules are required")
 	}
 	opt := task.Options{Logger: cfg.Logger}
+	if cfg.Leases != nil {
+		opt.Node = cfg.Leases.Holder()
+	}
 	opt.Secrets = cfg.Secrets
 	if cfg.Hooks != nil {
 		opt.OnCreated = taskHook(cfg.Hooks, hook.TaskCreated)
@@ -70,7 +80,7 @@ func NewBackground(ctx context.Context, cfg BackgroundConfig) (*Background, erro
 		return t.ID, err
 	}
 	sch := schedule.NewScheduler(cfg.Schedules, submit, schedule.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-		Check: cfg.Runs.CheckWorkflow})
+		Check: cfg.Runs.CheckWorkflow, Leases: cfg.Leases, Swap: cfg.Swap, Poll: cfg.Poll})
 	if err := sch.Start(ctx); err != nil {
 		_ = reg.Close(ctx)
 		return nil, err

@@ -91,7 +91,15 @@ func (m *Service) runPolicy(runID string, p *prepared, sharedDirs []string) *pol
 }
 
 // start registers the run as live and runs its attempt in the background.
-func (m *Service) start(p *prepared) error {
+func (m *Service) start(p *prepared) (err error) {
+	if err := m.claim(m.shutdown, p, p.run.ID); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.unclaim(p, p.run.ID)
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -101,9 +109,12 @@ func (m *Service) start(p *prepared) error {
 		return &ConflictError{Msg: fmt.Sprintf("run %q is still active", p.run.ID)}
 	}
 	ctx, cancel := context.WithCancelCause(m.shutdown)
-	lr := &liveRun{id: p.run.ID, done: make(chan struct{}), cancel: cancel, run: p.run, m: m}
+	lr := &liveRun{id: p.run.ID, done: make(chan struct{}), cancel: cancel, run: p.run, m: m, held: p.held}
 	m.live[p.run.ID] = lr
 	m.wg.Add(1)
+	if lr.held != nil {
+		go watchLease(lr, lr.held)
+	}
 	go m.drive(ctx, lr, p)
 	return nil
 }
@@ -168,6 +179,7 @@ func (m *Service) drive(ctx context.Context, lr *liveRun, p *prepared) {
 	x.observeEnd(ctx, status, msg)
 	m.finish(lr, x.pol, status, msg, result)
 	lr.cancel(nil)
+	m.unclaim(p, lr.id)
 }
 
 // stopped names how a run whose context ended stops: interrupted by a
@@ -175,6 +187,9 @@ func (m *Service) drive(ctx context.Context, lr *liveRun, p *prepared) {
 func (x *execution) stopped(ctx context.Context) (string, string) {
 	if errors.Is(context.Cause(ctx), errShutdown) || x.m.shutdown.Err() != nil {
 		return record.RunInterrupted, "interrupted: the server shut down; resume the run to go on"
+	}
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		return record.RunInterrupted, "interrupted: " + errLeaseLost.Error() + "; resume the run to go on"
 	}
 	return record.RunCancelled, "cancelled"
 }
@@ -507,6 +522,17 @@ func (m *Service) finish(lr *liveRun, pol *policy.Policy, status, msg string, re
 			r.Summary = summarize(result)
 		}
 	})
+	if lr.leaseLost() {
+		// Another node may have taken the run over: its record and events
+		// are that node's now.
+		m.log.Warn("a run's lease was lost; its end is not recorded here", "run", lr.id, "status", status)
+		m.mu.Lock()
+		delete(m.live, lr.id)
+		m.approvals.Close(scope(lr.id))
+		m.mu.Unlock()
+		close(lr.done)
+		return
+	}
 	typ, data := RunEventError, any(map[string]string{"message": msg})
 	switch status {
 	case record.RunCompleted:

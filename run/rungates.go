@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/weft-run/weft/internal/approval"
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/plan"
 	"github.com/weft-run/weft/record"
 )
@@ -33,12 +34,16 @@ type liveRun struct {
 	env      plan.Env
 	readOnly bool
 	m        *Service
+	held     *lease.Held // the attempt's lease (claims.go); nil without claims
 }
 
 // update changes the run record and stores it.
 func (lr *liveRun) update(ctx context.Context, change func(*record.Run)) error {
 	lr.saveMu.Lock()
 	defer lr.saveMu.Unlock()
+	if lr.leaseLost() {
+		return errLeaseLost // another node's run now
+	}
 	lr.mu.Lock()
 	change(&lr.run)
 	r := lr.run

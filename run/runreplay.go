@@ -151,8 +151,14 @@ func (m *Service) replayInPlace(ctx context.Context, r record.Run, how string, k
 		return Run{}, err
 	}
 	p.review = how
+	// Claimed before the record says live, so that no other node's
+	// sweeper takes it for one whose node died.
+	if err := m.claim(ctx, p, r.ID); err != nil {
+		return Run{}, err
+	}
 	r.Status, r.Error, r.Summary = record.RunPlanning, "", ""
 	if err := m.cfg.Runs.UpdateRun(ctx, r); err != nil {
+		m.unclaim(p, r.ID)
 		return Run{}, err
 	}
 	p.run = r

@@ -26,6 +26,7 @@ import (
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/internal/approval"
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/observe"
 	"github.com/weft-run/weft/plan"
@@ -212,6 +213,12 @@ type Config struct {
 	// own.
 	Approvals *approval.Broker
 	Logger    *slog.Logger
+	// Leases claims each run attempt for this node (lease run:<id>,
+	// claims.go); nil means no claims. Shared says other nodes share the
+	// store: start-up recovery then marks interrupted only the live runs
+	// whose lease is not live, and a sweeper does so every half TTL.
+	Leases *lease.Keeper
+	Shared bool
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 	// Budget is every run's default budget (its MaxUSD and MaxTokens; a
@@ -341,6 +348,8 @@ type Service struct {
 
 	// approvals holds the runs' open questions and gates, by run.
 	approvals *approval.Broker
+
+	claims claims // the run leases this node holds (claims.go)
 }
 
 // errShutdown is the cancellation cause of runs stopped by Shutdown: they
@@ -385,15 +394,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	m := &Service{cfg: cfg, approvals: cfg.Approvals, log: log, now: now, live: map[string]*liveRun{}, shutdown: sctx, stop: stop,
 		elog: eventlog.New(newRunEventStore(cfg.Runs), eventlog.Options{Logger: log, Redact: redact})}
-	ids, err := cfg.Runs.InterruptRuns(ctx)
+	ids, err := m.interruptStale(ctx)
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("run: marking interrupted runs: %w", err)
-	}
-	for _, id := range ids {
-		if _, err := m.emit(ctx, id, RunEventInterrupted, map[string]string{"message": "interrupted: the server stopped while the run was live; resume it to go on"}); err != nil {
-			log.Error("recording an interrupted run failed", "run", id, "error", err)
-		}
 	}
 	if len(ids) > 0 {
 		log.Info("runs interrupted by a restart", "runs", len(ids))
@@ -531,7 +535,8 @@ type prepared struct {
 	review   string                     // "", resume, fork or rewind: pause for review whatever the config says
 	reuse    map[string]json.RawMessage // step results a replay keeps, by step id
 	caller   *policy.Caller
-	detached bool // a caller-mode run that outlives the call (background)
+	detached bool        // a caller-mode run that outlives the call (background)
+	held     *lease.Held // the run's lease, from before it is stored live (claims.go)
 }
 
 // prepare validates a run request before anything is stored or run.
@@ -769,8 +774,12 @@ func (m *Service) launch(ctx context.Context, p *prepared) (Run, error) {
 		now := m.now()
 		r.CreatedAt, r.UpdatedAt = now, now
 	}
+	if err := m.claim(ctx, p, r.ID); err != nil {
+		return Run{}, err
+	}
 	stored, err := m.cfg.Runs.CreateRun(ctx, r)
 	if err != nil {
+		m.unclaim(p, r.ID)
 		return Run{}, err
 	}
 	p.run = stored

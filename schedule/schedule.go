@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-run/weft/internal/lease"
 	"github.com/weft-run/weft/record"
 )
 
@@ -71,6 +72,16 @@ type Options struct {
 	// that a schedule that could never fire is refused then rather than
 	// failing at every firing.
 	Check CheckFunc
+
+	// Leases, when set, makes the firing loop run only while this node
+	// holds the lease "scheduler" (cluster.go): of several nodes on one
+	// store, one fires. Swap, when set, claims each firing by compare and
+	// swap, so that even two holders (a lease lost and taken over while a
+	// pass runs) cannot fire one slot twice. Poll bounds the loop's sleep
+	// (0: none), so that schedules created on other nodes are seen.
+	Leases *lease.Keeper
+	Swap   Swapper
+	Poll   time.Duration
 }
 
 // Request asks for a schedule; it is also the body of POST /v1/schedules.
@@ -306,6 +317,7 @@ func (s *Scheduler) pass(ctx context.Context) (fired []record.Schedule, next tim
 			return fired, time.Time{}, ctx.Err()
 		}
 		ran := false
+		prevNext, prevActive := sch.NextRunAt, sch.Active
 		switch {
 		case !now.Before(sch.ExpiresAt):
 			sch.Active = false
@@ -313,6 +325,14 @@ func (s *Scheduler) pass(ctx context.Context) (fired []record.Schedule, next tim
 			next = earliest(next, sch.NextRunAt, sch.ExpiresAt)
 			continue
 		default:
+			if s.opt.Swap != nil {
+				claimed, ok, cerr := s.claim(ctx, sch, now)
+				if cerr != nil || !ok {
+					err = errors.Join(err, cerr)
+					continue // another node fired this slot
+				}
+				prevNext, prevActive = claimed.NextRunAt, claimed.Active
+			}
 			taskID, serr := s.submit(ctx, sch.WorkflowID, sch.Inputs)
 			if serr != nil {
 				s.recordFailure(&sch, now, serr)
@@ -323,7 +343,7 @@ func (s *Scheduler) pass(ctx context.Context) (fired []record.Schedule, next tim
 		}
 		// Recorded even when ctx ends meanwhile (Stop): a run was
 		// submitted, and forgetting it would fire the slot again.
-		if uerr := s.store.UpdateSchedule(context.WithoutCancel(ctx), sch); uerr != nil {
+		if uerr := s.save(context.WithoutCancel(ctx), sch, prevNext, prevActive); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("schedule: %w", uerr))
 			continue
 		}
@@ -365,7 +385,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel, s.done = cancel, make(chan struct{})
-	go s.loop(ctx, s.done)
+	if s.opt.Leases != nil {
+		go s.lead(ctx, s.done)
+	} else {
+		go s.loop(ctx, s.done)
+	}
 	return nil
 }
 
@@ -395,6 +419,9 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 			if next.IsZero() || next.After(clock.Now().Add(retryDelay)) {
 				next = clock.Now().Add(retryDelay)
 			}
+		}
+		if p := s.opt.Poll; p > 0 && (next.IsZero() || next.After(clock.Now().Add(p))) {
+			next = clock.Now().Add(p)
 		}
 		var fire <-chan time.Time
 		var tm Timer

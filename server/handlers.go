@@ -56,17 +56,21 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 			msg = "the server is shutting down"
 		}
 		w.Header().Set("Retry-After", "5")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+		body := map[string]any{
 			"status": "unavailable", "timestamp": now, "version": s.cfg.Version,
 			"error": errorDetail{Type: errInternal, Message: msg},
-		})
+		}
+		s.addNodeFields(body, false)
+		writeJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{
+	body := map[string]any{
 		"status":    "ok",
 		"timestamp": now,
 		"version":   s.cfg.Version,
-	})
+	}
+	s.addNodeFields(body, true)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {

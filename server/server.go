@@ -50,6 +50,9 @@ type Config struct {
 	// Keys answers GET /v1/keys (the API key pools, keys.go); nil
 	// answers 503.
 	Keys KeySource
+	// Cluster answers GET /v1/nodes and names the node and its store in
+	// GET /v1/health (nodes.go); nil answers 503 and leaves them out.
+	Cluster Cluster
 	// BearerToken, when set, is required on every request but health
 	// checks and CORS preflights.
 	BearerToken string
@@ -202,6 +205,8 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
 	mux.Handle("GET /v1/usage", UsageHandler(cfg.Usage)) // usage.go
 	mux.Handle("GET /v1/keys", KeysHandler(cfg.Keys))    // keys.go
+
+	mux.Handle("GET /v1/nodes", NodesHandler(cfg.Cluster)) // nodes.go
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

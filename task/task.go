@@ -85,6 +85,10 @@ type Task struct {
 	Error       string          `json:"error,omitempty"`
 	CreatedAt   time.Time       `json:"createdAt"`
 	FinishedAt  time.Time       `json:"finishedAt,omitzero"`
+	// Node is the weft serve node whose process runs the task (tasks are
+	// that node's: its task tools and /v1/tasks reach them); "" when the
+	// registry was given no node id.
+	Node string `json:"node,omitempty"`
 }
 
 // Done reports whether the task has ended.
@@ -125,6 +129,8 @@ type Options struct {
 	// KeepFinished bounds how many finished tasks stay listed; the oldest
 	// finished go first. Zero means DefaultKeepFinished.
 	KeepFinished int
+	// Node names the node the registry's tasks run on (Task.Node).
+	Node string
 	// MaxProcesses bounds how many process tasks run at once; SubmitProcess
 	// fails with ErrTooMany beyond it. Zero means DefaultMaxProcesses.
 	MaxProcesses int
@@ -346,6 +352,7 @@ func (r *Registry) start(e *entry, work func() outcome) error {
 	e.done = make(chan struct{})
 	e.t.Status = StatusRunning
 	e.t.CreatedAt = r.opt.Now()
+	e.t.Node = r.opt.Node
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -608,16 +615,18 @@ func (r *Registry) Kill(id string) error {
 		return nil
 	}
 	e.killing = true
+	// Read under the lock: finish replaces e.t as a whole meanwhile.
+	tid, kind := e.t.ID, e.t.Kind
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		r.escalate(e)
+		r.escalate(e, tid, kind)
 	}()
 	return nil
 }
 
-func (r *Registry) escalate(e *entry) {
+func (r *Registry) escalate(e *entry, tid, kind string) {
 	wait := func(d time.Duration) bool {
 		tm := time.NewTimer(d)
 		defer tm.Stop()
@@ -642,20 +651,20 @@ func (r *Registry) escalate(e *entry) {
 	}
 	if e.signal != nil {
 		if err := e.signal(syscall.SIGTERM); err != nil {
-			r.log.Debug("task: SIGTERM", "task", e.t.ID, "err", err)
+			r.log.Debug("task: SIGTERM", "task", tid, "err", err)
 		}
 		if wait(r.opt.KillGrace) {
 			return
 		}
 		if err := e.signal(syscall.SIGKILL); err != nil {
-			r.log.Debug("task: SIGKILL", "task", e.t.ID, "err", err)
+			r.log.Debug("task: SIGKILL", "task", tid, "err", err)
 		}
 	}
 	e.abandon()
 	if wait(r.opt.KillGrace) {
 		return
 	}
-	r.log.Warn("task did not stop when killed; no longer waiting for it", "task", e.t.ID, "kind", e.t.Kind)
+	r.log.Warn("task did not stop when killed; no longer waiting for it", "task", tid, "kind", kind)
 	r.finish(e, outcome{status: StatusCancelled, err: "killed; the task did not stop and was abandoned"})
 }
 

@@ -130,7 +130,22 @@ func main() {
 	clientsOnly := flag.String("clients-only", "", "internal: run only the clients of (a) and (b) against this base URL (what -split starts)")
 	steady := flag.Duration("steady", 0, "measure (a) in a steady state: sessions start spread over one turn, run turns back to back, and only this window after the ramp is measured (0: every session runs one turn, all starting at once)")
 	withRelay := flag.Bool("relay", true, "measure each row of (a) against the bare relay too (relay.go), for the CPU ratio")
+	nodes := flag.Int("nodes", 0, "start PostgreSQL and this many weft serve processes, writers on node 1 and readers on node 2 (nodes.go); 0: the in-process measurements")
+	db := flag.String("db", "postgres", "with -nodes: the store (postgres)")
+	weftBin := flag.String("weft", "", "with -nodes: the weft binary (default: go build ./cmd/weft)")
 	flag.Parse()
+	if *nodes > 0 {
+		n := 100
+		if ss := ints(*sessions); len(ss) > 0 {
+			n = ss[0]
+		}
+		if err := runNodes(nodesConfig{nodes: *nodes, db: *db, weft: *weftBin, sessions: n, deltas: *deltas,
+			interval: *interval, steady: *steady}); err != nil {
+			fmt.Fprintln(os.Stderr, "serveload:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg := config{sessions: ints(*sessions), deltas: *deltas, interval: *interval, readers: ints(*readers),
 		idle: *idle, split: *split, profile: *profile, steady: *steady, relay: *withRelay}
 	var err error

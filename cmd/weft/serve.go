@@ -562,9 +562,6 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if f.bearerToken != "" && len(f.bearerToken) < minTokenLen {
 		fmt.Fprintf(env.stderr, "weft serve: warning: the bearer token is shorter than %d characters: use a long random one (openssl rand -hex 32)\n", minTokenLen)
 	}
-	if isPostgresDSN(f.db) {
-		fmt.Fprintln(env.stderr, postgresNodeWarning)
-	}
 	if f.serveMCP {
 		fmt.Fprintf(env.stderr, "weft serve: MCP server at http://%s/mcp\n", ln.Addr())
 	}

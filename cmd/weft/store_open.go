@@ -36,10 +36,3 @@ func storeDisplay(dsn string) string {
 	u.RawQuery = q.Encode()
 	return u.Redacted()
 }
-
-// postgresNodeWarning is printed at start on PostgreSQL: the store is
-// shared safely, but the runtime above it still assumes one server (see
-// docs/deploy.md, "PostgreSQL").
-const postgresNodeWarning = "weft serve: note: on PostgreSQL, run one weft serve per database for now: " +
-	"a node's start ends the turns and runs it finds unfinished (another node's too), every node fires the schedules, " +
-	"and a session's live stream is served only by the node running its turn (docs/deploy.md)"

@@ -64,6 +64,10 @@ func (k *Keeper) Leases() store.Leases { return k.leases }
 // Holding a lease the keeper holds already (not released) extends it and
 // returns a second Held for it; keep one Held per lease.
 func (k *Keeper) Hold(ctx context.Context, name string) (*Held, error) {
+	// The lease runs from when the store took it, some time after this:
+	// counting from before the call, the holder gives up no later than
+	// the store lets another take over.
+	sent := time.Now()
 	l, ok, err := k.leases.AcquireLease(ctx, name, k.holder, k.ttl)
 	if err != nil {
 		return nil, err
@@ -72,7 +76,7 @@ func (k *Keeper) Hold(ctx context.Context, name string) (*Held, error) {
 		return nil, &HeldError{Lease: l}
 	}
 	h := &Held{k: k, lease: l, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-		deadline: time.Now().Add(k.ttl)}
+		deadline: sent.Add(k.ttl)}
 	go h.renew()
 	return h, nil
 }
@@ -104,7 +108,9 @@ func (h *Held) Lost() <-chan struct{} { return h.lost }
 
 func (h *Held) markLost(why error) {
 	h.lostOnce.Do(func() {
-		h.k.log.Warn("lease lost", "lease", h.lease.Name, "holder", h.k.holder, "error", why)
+		if why != nil { // nil: released, nothing to warn of
+			h.k.log.Warn("lease lost", "lease", h.lease.Name, "holder", h.k.holder, "error", why)
+		}
 		close(h.lost)
 	})
 }
@@ -121,12 +127,13 @@ func (h *Held) renew() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
+		sent := time.Now()
 		l, err := h.k.leases.RenewLease(ctx, h.Lease(), h.k.ttl)
 		cancel()
 		switch {
 		case err == nil:
 			h.mu.Lock()
-			h.lease, h.deadline = l, time.Now().Add(h.k.ttl)
+			h.lease, h.deadline = l, sent.Add(h.k.ttl)
 			h.mu.Unlock()
 			t.Reset(every)
 		case errors.Is(err, store.ErrLeaseLost):

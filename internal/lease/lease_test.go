@@ -131,3 +131,44 @@ func TestLocalRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// slowRenew is a store.Leases whose renewals take long to answer, then
+// fail once fail is set.
+type slowRenew struct {
+	*Local
+	delay time.Duration
+	fail  atomic.Bool
+}
+
+func (s *slowRenew) RenewLease(ctx context.Context, l record.Lease, ttl time.Duration) (record.Lease, error) {
+	time.Sleep(s.delay)
+	if s.fail.Load() {
+		return record.Lease{}, errors.New("connection refused")
+	}
+	return s.Local.RenewLease(ctx, l, ttl)
+}
+
+// TestLostNoLaterThanTheStoreExpires: the holder counts its lease from
+// when it asked for a renewal, not from when the answer came (the store
+// extended it somewhere in between), so that it stops no later than the
+// store lets another node take the work over.
+func TestLostNoLaterThanTheStoreExpires(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	s := &slowRenew{Local: NewLocal(), delay: 80 * time.Millisecond}
+	h, err := NewKeeper(s, "node-a", ttl, nil).Hold(context.Background(), "run:r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(context.Background())
+	time.Sleep(ttl/3 + s.delay + 20*time.Millisecond) // one slow renewal answered
+	s.fail.Store(true)
+	renewed := h.Lease()
+	select {
+	case <-h.Lost():
+		if now := time.Now(); now.After(renewed.ExpiresAt) {
+			t.Errorf("lost %v after the store let the lease expire", now.Sub(renewed.ExpiresAt))
+		}
+	case <-time.After(3 * ttl):
+		t.Fatal("never lost")
+	}
+}

@@ -13,9 +13,9 @@
 // row before the previous one committed). Audit ids are assigned under a
 // transaction-scoped advisory lock, so they follow commit order too.
 //
-// What is not yet multi-node is above the store: InterruptRuns and
-// ListOpenTurns are start-up recovery for a single server, and would take
-// over work another live node is doing (docs/deploy.md).
+// InterruptRuns and ListOpenTurns find the work a dead server left; on
+// several nodes the runtime only acts on what no live node holds a lease
+// on (run/claims.go, session/cluster.go; docs/deploy.md).
 //
 // # Group commit
 //
