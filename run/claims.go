@@ -57,6 +57,10 @@ func (m *Service) claim(ctx context.Context, p *prepared, runID string) error {
 	if err != nil {
 		return fmt.Errorf("run: claiming run %q: %w", runID, err)
 	}
+	if err := m.reseed(ctx, runID); err != nil {
+		_ = h.Release(context.WithoutCancel(ctx))
+		return err
+	}
 	m.claims.mu.Lock()
 	if m.claims.held == nil {
 		m.claims.held = map[string]*lease.Held{}
@@ -203,6 +207,9 @@ func (m *Service) takeOver(ctx context.Context, id string) (bool, error) {
 	if finalStatus(r.Status) {
 		return false, nil
 	}
+	if err := m.reseed(ctx, id); err != nil {
+		return false, err
+	}
 	r.Status, r.Error = record.RunInterrupted, "interrupted: the node running it stopped; resume it to go on"
 	if err := m.cfg.Runs.UpdateRun(ctx, r); err != nil {
 		return false, err
@@ -258,4 +265,18 @@ func (m *Service) interruptStale(ctx context.Context) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// reseed makes this node's event log of the run number after the store's
+// last seq, on a shared store, before the node writes a run another node
+// may have written (a takeover, a resume elsewhere): what it observed of
+// the other node's events may lag the store.
+func (m *Service) reseed(ctx context.Context, runID string) error {
+	if !m.cfg.Shared {
+		return nil
+	}
+	if _, err := m.elog.Reseed(ctx, runID); err != nil {
+		return fmt.Errorf("run: reading run %q's last event: %w", runID, err)
+	}
+	return nil
 }
