@@ -112,6 +112,9 @@ type Config struct {
 	// Checkpoints, when set, serves the workspace checkpoints of the
 	// sessions (checkpoints.go); nil answers those routes with 503.
 	Checkpoints *checkpoint.Workspace
+	// MCPServers lists the MCP servers weft is a client of (GET
+	// /v1/mcp/servers, mcp.go); nil lists none.
+	MCPServers MCPSource
 }
 
 // DefaultRateLimit is requests per minute per client IP.
@@ -202,6 +205,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
 	mux.Handle("GET /v1/usage", UsageHandler(cfg.Usage)) // usage.go
 	mux.Handle("GET /v1/keys", KeysHandler(cfg.Keys))    // keys.go
+	mux.Handle("GET /v1/mcp/servers", MCPHandler(cfg.MCPServers))
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
