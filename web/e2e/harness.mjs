@@ -56,6 +56,7 @@ export async function startFake() {
   const urls = JSON.parse(line)
   return {
     url: urls.model,
+    mcpURL: urls.mcp,
     async push(...scripts) {
       const res = await fetch(urls.control + '/push', { method: 'POST', body: JSON.stringify(scripts) })
       if (!res.ok) throw new Error(`push: ${res.status} ${await res.text()}`)
