@@ -33,7 +33,7 @@ export default {
     renameMissing: 'Renaming needs a session title in the API (not there yet).',
     todos: 'To-dos', askUser: 'Questions from the model', events: '{n} events', jumpLatest: 'Jump to latest',
     compacted: 'Context compacted: {level}, {before} → {after} tokens', compactedMessages: '{before} → {after} messages',
-    tokenWarning: 'Context {percent}% full ({used} of {limit} tokens)', tokenWarningShort: 'context {percent}%', suggestions: 'Suggestions',
+    tokenWarning: 'Context {percent}% full ({used} of {limit} tokens)', tokenPassed: 'Context past {threshold}% of its window: {used} of {limit} tokens ({percent}%)', tokenWarningShort: 'context {percent}%', suggestions: 'Suggestions',
   },
   tool: {
     running: 'running', done: 'done', failed: 'error', denied: 'denied', progress: 'Progress',

@@ -35,7 +35,7 @@ const zh: typeof en = {
     renameMissing: '重命名需要 API 支持会话标题（尚未提供）。',
     todos: '待办', askUser: '模型的提问', events: '{n} 个事件', jumpLatest: '跳到最新',
     compacted: '上下文已压缩：{level}，{before} → {after} tokens', compactedMessages: '{before} → {after} 条消息',
-    tokenWarning: '上下文已用 {percent}%（{used} / {limit} tokens）', tokenWarningShort: '上下文 {percent}%', suggestions: '建议',
+    tokenWarning: '上下文已用 {percent}%（{used} / {limit} tokens）', tokenPassed: '上下文已超过窗口的 {threshold}%：{used} / {limit} tokens（{percent}%）', tokenWarningShort: '上下文 {percent}%', suggestions: '建议',
   },
   tool: {
     running: '运行中', done: '完成', failed: '出错', denied: '已拒绝', progress: '进度',

@@ -157,7 +157,8 @@ describe('context and suggestions', () => {
     seq = 0
     const st = newChatState()
     reduce(st, warnings.map((w) => ev('token_warning', w)))
-    expect(st.items.filter((it) => it.kind === 'token_warning')).toHaveLength(warnings.length)
+    const rows = st.items.filter((it) => it.kind === 'token_warning')
+    expect(rows.map((it) => (it as { threshold: number }).threshold)).toEqual(warnings.map((w) => Math.round(w.threshold * 100)))
     if (after !== null) reduce(st, [ev('compaction', { level: 'summary', tokens_before: 1, tokens_after: after })])
     expect(st.contextWarning).toEqual(want)
   })

@@ -45,7 +45,7 @@ export type ChatItem =
       kind: 'compaction'; key: string; level: string; trigger: string; tokensBefore: number; tokensAfter: number
       messagesBefore: number; messagesAfter: number; note?: string
     }
-  | { kind: 'token_warning'; key: string; percent: number; used: number; limit: number }
+  | { kind: 'token_warning'; key: string; percent: number; used: number; limit: number; threshold: number }
   | { kind: 'todos'; key: string; payload: unknown }
   | { kind: 'ask'; key: string; payload: unknown }
 
@@ -260,7 +260,7 @@ function apply(st: ChatState, ev: StreamEvent) {
       const limit = d.limit || d.window || 0
       const w = { percent: limit > 0 ? pct(d.used_tokens || 0, limit) : Math.round((d.threshold || 0) * 100), used: d.used_tokens || 0, limit }
       st.contextWarning = w
-      push(st, { kind: 'token_warning', key, ...w })
+      push(st, { kind: 'token_warning', key, ...w, threshold: Math.round((d.threshold || 0) * 100) })
       break
     }
     case 'suggestions': {
