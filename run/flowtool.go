@@ -37,7 +37,8 @@ func (m *Service) CurrentFlowTool(ctx context.Context, id string) (tool.Tool, er
 // CallCurrentWorkflow runs the stored revision of workflow id, draft or
 // published, for run_current_flow (it implements workflow.CurrentRunner):
 // an ordinary recorded run under the caller's policy, as CallWorkflow.
-func (m *Service) CallCurrentWorkflow(ctx context.Context, id string, inputs json.RawMessage) (workflow.CurrentOutcome, error) {
+// started is told the run's id once it exists (nil: not told).
+func (m *Service) CallCurrentWorkflow(ctx context.Context, id string, inputs json.RawMessage, started func(runID string)) (workflow.CurrentOutcome, error) {
 	w, err := m.GetWorkflow(ctx, id)
 	if err != nil {
 		if errors.Is(err, record.ErrNotFound) {
@@ -45,6 +46,6 @@ func (m *Service) CallCurrentWorkflow(ctx context.Context, id string, inputs jso
 		}
 		return workflow.CurrentOutcome{}, err
 	}
-	out, err := m.callWorkflow(ctx, w, inputs)
+	out, err := m.callWorkflow(ctx, w, inputs, started)
 	return workflow.CurrentOutcome{Outcome: out, WorkflowID: w.ID, Revision: w.Revision}, err
 }

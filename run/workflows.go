@@ -378,12 +378,13 @@ func (m *Service) CallWorkflow(ctx context.Context, id string, inputs json.RawMe
 	if !w.Published {
 		return workflow.Outcome{}, fmt.Errorf("workflow %q is no longer published", id)
 	}
-	return m.callWorkflow(ctx, w, inputs)
+	return m.callWorkflow(ctx, w, inputs, nil)
 }
 
 // callWorkflow runs w to its end for a workflow tool, under the caller's
 // policy (see CallWorkflow).
-func (m *Service) callWorkflow(ctx context.Context, w record.Workflow, inputs json.RawMessage) (workflow.Outcome, error) {
+// started, when set, is told the run's id as soon as the run exists.
+func (m *Service) callWorkflow(ctx context.Context, w record.Workflow, inputs json.RawMessage, started func(runID string)) (workflow.Outcome, error) {
 	var caller *policy.Caller
 	if c, ok := policy.CallerFrom(ctx); ok {
 		caller = &c
@@ -397,6 +398,9 @@ func (m *Service) callWorkflow(ctx context.Context, w record.Workflow, inputs js
 		return workflow.Outcome{}, err
 	}
 	out := workflow.Outcome{RunID: r.ID}
+	if started != nil {
+		started(r.ID)
+	}
 	end, err := m.WaitRun(ctx, r.ID)
 	if err != nil {
 		m.CancelRun(r.ID)

@@ -115,6 +115,9 @@ type Config struct {
 	// Checkpoints, when set, serves the workspace checkpoints of the
 	// sessions (checkpoints.go); nil answers those routes with 503.
 	Checkpoints *checkpoint.Workspace
+	// MCPServers lists the MCP servers weft is a client of (GET
+	// /v1/mcp/servers, mcp.go); nil lists none.
+	MCPServers MCPSource
 }
 
 // DefaultRateLimit is requests per minute per client IP.
@@ -203,10 +206,10 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("DELETE /v1/plugin-hooks/{id}/trust", s.handleTrustPlugin)
 	mux.HandleFunc("GET /v1/audit", s.handleAudit)
-	mux.Handle("GET /v1/usage", UsageHandler(cfg.Usage)) // usage.go
-	mux.Handle("GET /v1/keys", KeysHandler(cfg.Keys))    // keys.go
-
-	mux.Handle("GET /v1/nodes", NodesHandler(cfg.Cluster)) // nodes.go
+	mux.Handle("GET /v1/usage", UsageHandler(cfg.Usage))          // usage.go
+	mux.Handle("GET /v1/keys", KeysHandler(cfg.Keys))             // keys.go
+	mux.Handle("GET /v1/mcp/servers", MCPHandler(cfg.MCPServers)) // mcp.go
+	mux.Handle("GET /v1/nodes", NodesHandler(cfg.Cluster))        // nodes.go
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

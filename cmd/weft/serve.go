@@ -501,6 +501,9 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 	if f.serveMCP {
 		acfg.Server.MCP = &mcpHandler
 	}
+	// GET /v1/mcp/servers lists the MCP servers once they are started below.
+	mcpList := &server.MCPList{}
+	acfg.Server.MCPServers = mcpList
 	a, err := app.New(ctx, acfg)
 	if err != nil {
 		if f.stdio && errors.Is(err, sqlite.ErrLocked) {
@@ -530,6 +533,9 @@ func (f *serveFlags) run(ctx context.Context, env environ) (err error) {
 		if mcpServers, err = mcpStart(env, mcpSetup, tools, bp.pol.ExtraDirs, bp.toolEnv(), set, nil, nil, log); err == nil && mcpServers != nil {
 			// After the turns stop: they may call the servers' tools until then.
 			a.AtShutdown("mcp servers", func(context.Context) error { return mcpServers.Close() })
+		}
+		if err == nil {
+			mcpList.Set(mcpSetup.servers, mcpSetup.notStarted(), mcpServers, set.Redact)
 		}
 	}
 	if err == nil && f.serveMCP {

@@ -219,8 +219,10 @@ type ServerStatus struct {
 	State     State  `json:"state"`
 	Error     string `json:"error,omitempty"`
 	Tools     int    `json:"tools"`
-	Prompts   int    `json:"prompts"`
-	Resources bool   `json:"resources"`
+	// ToolNames are the tools' names in weft's registry, sorted.
+	ToolNames []string `json:"tool_names,omitempty"`
+	Prompts   int      `json:"prompts"`
+	Resources bool     `json:"resources"`
 	// Problems are tools that could not be registered (a name taken, a
 	// schema weft cannot compile), one line each.
 	Problems []string `json:"problems,omitempty"`
@@ -340,6 +342,10 @@ func (s *server) status() ServerStatus {
 	st := ServerStatus{Name: s.cfg.Name, Scope: s.cfg.Scope, Source: s.cfg.Path, Transport: s.cfg.Transport(),
 		State: s.state, Tools: len(s.tools), Prompts: len(s.prompts), Resources: s.resources,
 		Problems: slices.Clone(s.problems)}
+	for name := range s.tools {
+		st.ToolNames = append(st.ToolNames, name)
+	}
+	slices.Sort(st.ToolNames)
 	if s.err != nil {
 		st.Error = s.err.Error()
 	}

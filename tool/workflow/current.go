@@ -29,9 +29,29 @@ type CurrentOutcome struct {
 // CurrentRunner runs the stored workflow id (draft or published) to its
 // end under the caller's policy. An error means the run could not start
 // (the workflow is gone, the inputs are refused, the plan is invalid):
-// a one-line message the model can act on.
+// a one-line message the model can act on. started, when set, is told
+// the run's id as soon as the run exists, before it ends.
 type CurrentRunner interface {
-	CallCurrentWorkflow(ctx context.Context, workflowID string, inputs json.RawMessage) (CurrentOutcome, error)
+	CallCurrentWorkflow(ctx context.Context, workflowID string, inputs json.RawMessage, started func(runID string)) (CurrentOutcome, error)
+}
+
+// StartedProgress is the progress line run_current_flow reports when its
+// run starts, before the result: a client (the Flows builder's chat dock)
+// follows the run's own event stream (GET /v1/runs/{id}/events) from it
+// to show the steps while they run. ParseStarted reads it back.
+func StartedProgress(runID string) string { return "workflow run " + runID + " started" }
+
+// ParseStarted returns the run id of a StartedProgress line.
+func ParseStarted(line string) (string, bool) {
+	id, ok := strings.CutPrefix(line, "workflow run ")
+	if !ok {
+		return "", false
+	}
+	id, ok = strings.CutSuffix(id, " started")
+	if !ok || id == "" || strings.ContainsAny(id, " \n") {
+		return "", false
+	}
+	return id, true
 }
 
 // NewCurrent returns run_current_flow for def (the workflow as it is
@@ -77,7 +97,9 @@ type currentOutput struct {
 }
 
 func (t *currentTool) Run(ctx context.Context, call *tool.Call) (tool.Result, error) {
-	out, err := t.r.CallCurrentWorkflow(ctx, t.def.ID, call.Input)
+	// The run's id goes out as progress at once: the caller may follow
+	// the run's steps while the call waits for its end.
+	out, err := t.r.CallCurrentWorkflow(ctx, t.def.ID, call.Input, func(runID string) { call.Progress(StartedProgress(runID)) })
 	if err != nil {
 		// Refused inputs, an invalid plan, a deleted workflow: the model
 		// is told and the turn goes on.

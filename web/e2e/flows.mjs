@@ -332,8 +332,42 @@ export const flowTests = [
     if (await perm.count()) await perm.click()
     await page.locator('[data-test=chat-dock] [data-test=tool-card][data-status=done]').waitFor({ timeout: 30000 })
     await page.getByText('The flow found the TODOs.').waitFor()
+    // The run's steps under the call's card, from the run's own stream
+    // (the call's progress named the run as soon as it started).
+    await page.locator('[data-test=chat-dock] [data-test=dock-run-steps][data-status=completed] [data-test=dock-run-step][data-step=find][data-status=completed]').waitFor()
+    const shown = await page.locator('[data-test=dock-run-steps]').getAttribute('data-run')
+    const sid = await page.evaluate((id) => sessionStorage.getItem(`weft.flows.dock.${id}`), wf.id)
+    const evs = await env.sessionEvents(env.base, sid)
+    const started = evs.find((e) => e.type === 'tool_progress' && /^workflow run \S+ started$/.test(e.data.detail))
+    assert.ok(started, 'no tool_progress naming the run')
+    assert.equal(started.data.detail, `workflow run ${shown} started`)
+    assert.ok(evs.indexOf(started) < evs.findIndex((e) => e.type === 'tool_result'))
     await page.click('[data-test=dock-show-run]')
     await node(page, 'find').locator('[data-test=flow-node][data-status=completed]').waitFor()
+    await shot(page, 'flows-dock-run')
+
+    // Another conversation with the flow, then back to the first one
+    // from the picker: the dock follows the session picked.
+    await page.click('[data-test=dock-reset]')
+    await env.fake.push(env.text(['A second conversation.']))
+    await page.fill('[data-test=dock-input]', 'hello again')
+    await page.click('[data-test=dock-send]')
+    await page.getByText('A second conversation.').waitFor()
+    const second = await page.evaluate((id) => sessionStorage.getItem(`weft.flows.dock.${id}`), wf.id)
+    assert.notEqual(second, sid)
+    const picker = page.locator('[data-test=dock-session]')
+    await page.waitForFunction(() => document.querySelectorAll('[data-test=dock-session] option').length >= 3)
+    const options = await picker.locator('option').evaluateAll((os) => os.map((o) => o.value))
+    assert.ok(options.includes(sid) && options.includes(second), `options ${options}`)
+    await picker.selectOption(sid)
+    await page.getByText('The flow found the TODOs.').waitFor()
+    assert.equal(await page.getByText('A second conversation.').count(), 0)
+    assert.equal(await page.evaluate((id) => sessionStorage.getItem(`weft.flows.dock.${id}`), wf.id), sid)
+    // A reload keeps the pick.
+    await page.reload()
+    await node(page, 'find').waitFor()
+    await page.click('[data-test=dock-toggle]')
+    await page.getByText('The flow found the TODOs.').waitFor()
     assert.deepEqual(page.errors, [])
     await page.context().close()
   }],

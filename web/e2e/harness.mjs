@@ -16,7 +16,11 @@ export const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
 export const repoDir = path.resolve(webDir, '..')
 export const outDir = path.join(webDir, 'e2e', 'out')
 
-/** Builds weft and the fake model into e2e/out. */
+/**
+ * Builds weft and the fake model into e2e/out. E2E_WEFT_BIN runs another
+ * weft binary instead (a before/after comparison of the bench).
+ */
+const weftBin = process.env.E2E_WEFT_BIN || path.join(outDir, 'weft')
 // Children are killed when the runner exits, however it exits.
 const children = new Set()
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL') })
@@ -30,7 +34,7 @@ function track(proc) {
 export function buildBinaries() {
   mkdirSync(outDir, { recursive: true })
   const env = { ...process.env, GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() }
-  execFileSync('go', ['build', '-o', path.join(outDir, 'weft'), './cmd/weft'], { cwd: repoDir, stdio: 'inherit', env })
+  if (!process.env.E2E_WEFT_BIN) execFileSync('go', ['build', '-o', path.join(outDir, 'weft'), './cmd/weft'], { cwd: repoDir, stdio: 'inherit', env })
   execFileSync('go', ['build', '-o', path.join(outDir, 'fakemodel'), './web/e2e/fakemodel'], { cwd: repoDir, stdio: 'inherit', env })
 }
 
@@ -56,6 +60,7 @@ export async function startFake() {
   const urls = JSON.parse(line)
   return {
     url: urls.model,
+    mcpURL: urls.mcp,
     async push(...scripts) {
       const res = await fetch(urls.control + '/push', { method: 'POST', body: JSON.stringify(scripts) })
       if (!res.ok) throw new Error(`push: ${res.status} ${await res.text()}`)
@@ -89,7 +94,7 @@ export async function startWeft({ port, dir, modelURL, token, extraArgs = [] }) 
   ]
   if (token) args.push('--bearer-token', token)
   mkdirSync(path.join(dir, 'ws'), { recursive: true })
-  const proc = track(spawn(path.join(outDir, 'weft'), args, {
+  const proc = track(spawn(weftBin, args, {
     stdio: ['ignore', 'inherit', 'pipe'],
     env: { ...process.env, HOME: dir, ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', GEMINI_API_KEY: '' },
   }))

@@ -13,6 +13,7 @@ import {
 } from './harness.mjs'
 import { tests } from './tests.mjs'
 import { flowTests } from './flows.mjs'
+import { issue19Tests } from './issue19.mjs'
 
 const only = process.env.E2E_ONLY ?? ''
 const started = Date.now()
@@ -40,6 +41,13 @@ const env = {
   },
   async startWeftAgain() {
     weft = await startWeft({ port, dir, modelURL: fake.url, })
+  },
+  /** Another weft serve with extra flags, on its own port and database (dir: its HOME and files). */
+  async startOtherWeft(extraArgs = (dir) => []) {
+    const d = tempDir()
+    const p = await freePort()
+    const w = await startWeft({ port: p, dir: d, modelURL: fake.url, extraArgs: extraArgs(d) })
+    return { base: `http://127.0.0.1:${p}`, dir: d, async stop() { await w.stop(); removeDir(d) } }
   },
   /** Another weft serve, with a token, on its own port and database. */
   async startTokenWeft(token) {
@@ -74,7 +82,7 @@ const env = {
 let passed = 0
 let failed = 0
 let skipped = 0
-for (const [name, fn, opts] of [...tests, ...flowTests]) {
+for (const [name, fn, opts] of [...tests, ...flowTests, ...issue19Tests]) {
   if (only && !name.includes(only)) continue
   if (opts?.skip) {
     skipped++

@@ -233,9 +233,12 @@ export const tests = [
     }
     assert.ok(last >= 5000)
     const cold = []
+    const phases = []
     const open = []
     let firstLoad = 0
-    for (let i = 0; i < 3; i++) {
+    // E2E_BENCH_RUNS tabs (3 by default; docs/benchmarks.md's figures use more).
+    const runs = Math.max(1, Number(process.env.E2E_BENCH_RUNS) || 3)
+    for (let i = 0; i < runs; i++) {
       const page = await env.newPage()
       const sizes = []
       page.on('requestfinished', async (req) => {
@@ -258,6 +261,28 @@ export const tests = [
       await page.goto(`${env.base}/chat/${id}`)
       await page.waitForFunction(() => window.__rendered !== undefined)
       cold.push(await page.evaluate(() => window.__rendered))
+      // Where the cold load's time went (ms from the navigation's start).
+      phases.push(await page.evaluate(() => {
+        const nav = performance.getEntriesByType('navigation')[0]
+        const res = performance.getEntriesByType('resource')
+        const assets = res.filter((r) => /\/assets\/.*\.(js|css)$/.test(r.name))
+        const at = (name) => performance.getEntriesByName(name)[0]?.startTime
+        const reduces = performance.getEntriesByName('weft:chat-reduce')
+        const renders = performance.getEntriesByName('weft:chat-render')
+        return {
+          html: Math.round(nav.responseEnd),
+          assetsFetched: Math.round(Math.max(...assets.map((r) => r.responseEnd))),
+          appStart: Math.round(at('weft:app-start') ?? -1),
+          follow: Math.round(at('weft:chat-follow') ?? -1),
+          streamOpen: Math.round(at('weft:stream-open') ?? -1),
+          firstEvents: Math.round(reduces[0]?.startTime ?? -1),
+          lastEvents: Math.round(reduces.length ? reduces[reduces.length - 1].startTime + reduces[reduces.length - 1].duration : -1),
+          reduceMs: Math.round(reduces.reduce((a, m) => a + m.duration, 0)),
+          drawStart: Math.round(renders[renders.length - 1]?.startTime ?? -1),
+          rendered: Math.round(window.__rendered),
+          assets: assets.length,
+        }
+      }))
       if (i === 0) {
         firstLoad = sizes.reduce((a, b) => a + b, 0)
         await page.waitForTimeout(200)
@@ -282,11 +307,15 @@ export const tests = [
       }), [last, id]))
       await page.context().close()
     }
-    const med = (a) => [...a].sort((x, y) => x - y)[1]
+    const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]
     env.figures.sessionEvents = last
     env.figures.coldFirstRenderMs = cold.map(Math.round)
     env.figures.openFirstRenderMs = open.map(Math.round)
+    env.figures.coldPhases = phases
+    env.figures.coldMedianMs = Math.round(med(cold))
+    env.figures.openMedianMs = Math.round(med(open))
     env.figures.firstLoadTransferredBytes = firstLoad
+    for (const p of phases) console.log('  cold phases (ms from navigation start):', JSON.stringify(p))
     console.log(`  ${last} events: opened in the app ${open.map(Math.round).join(', ')} ms; cold tab ${cold.map(Math.round).join(', ')} ms; first load ${(firstLoad / 1024).toFixed(1)} KB transferred`)
     assert.ok(med(open) < 1000, `median render of an opened session ${med(open)} ms, want < 1000`)
     assert.ok(firstLoad < 400 * 1024, `first load ${firstLoad} bytes`)

@@ -4,5 +4,17 @@ import App from './App.vue'
 import { router } from './router'
 import { i18n } from './i18n'
 import './styles.css'
+import { chatSessionOf, dropPrefetch, prefetchSession } from './api/prefetch'
 
-createApp(App).use(createPinia()).use(i18n).use(router).mount('#app')
+// The bundle has been fetched and evaluated (docs/benchmarks.md's cold-tab breakdown).
+performance.mark('weft:app-start')
+const app = createApp(App).use(createPinia()).use(i18n).use(router)
+// Opened on a session: its events start loading now, with the Chat view's
+// code (api/prefetch.ts).
+const opened = chatSessionOf(location.pathname)
+if (opened) {
+  prefetchSession(opened)
+  // Not adopted by the Chat view (the tab went elsewhere first): stop it.
+  router.afterEach((to) => { if (to.name !== 'chat') dropPrefetch() })
+}
+app.mount('#app')

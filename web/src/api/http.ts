@@ -2,7 +2,7 @@
 // the UI uses the public API and nothing else.
 
 import type {
-  AuditEntry, ErrorBody, HookInfo, Permissions, PluginInfo, Plan, RunDetail, RunPage, RunRequest,
+  AuditEntry, ErrorBody, HookInfo, McpServerInfo, Permissions, PluginInfo, Plan, RunDetail, RunPage, RunRequest,
   Schedule, Session, SessionPage, Task, ToolInfo, Workflow,
 } from './types'
 
@@ -155,6 +155,7 @@ export class Client {
   }
   getServerPermissions() { return this.get<{ permissions: Permissions }>('/v1/settings/permissions') }
   putServerPermissions(p: Permissions) { return this.put<{ permissions: Permissions }>('/v1/settings/permissions', p) }
+  listMcpServers() { return this.get<{ servers: McpServerInfo[] }>('/v1/mcp/servers') }
   listHooks() { return this.get<{ hooks: HookInfo[]; count: number }>('/v1/hooks') }
   listPlugins() { return this.get<{ plugins: PluginInfo[]; count: number }>('/v1/plugin-hooks') }
   trustPlugin(id: string, trust: boolean) {

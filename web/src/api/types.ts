@@ -68,6 +68,21 @@ export interface DoneData {
   stop_reason: string
   text?: string
 }
+/** compaction (agent.CompactionData): one level of compaction changed what the model is sent. */
+export interface CompactionData {
+  level: string
+  trigger: string
+  tokens_before: number
+  tokens_after: number
+  messages_before: number
+  messages_after: number
+  model?: string
+  note?: string
+}
+/** token_warning (agent.TokenWarningData): the conversation passed a share (threshold) of its usable window (limit). */
+export interface TokenWarningData { used_tokens: number; window: number; limit: number; threshold: number }
+/** suggestions: follow-up prompts offered after a turn's done. */
+export interface SuggestionsData { suggestions: string[] }
 export interface ErrorData { error: string; status?: string; hint?: string }
 export interface MessageData { message_seq: number; reason?: string }
 export interface PermissionRequestData {
@@ -93,6 +108,25 @@ export interface Permissions {
 export interface PluginInfo { id: string; trusted: boolean; hooks: number }
 
 /** A configured hook (GET /v1/hooks): secrets are redacted by the server. */
+/** One MCP server weft is a client of (GET /v1/mcp/servers). */
+export interface McpServerInfo {
+  name: string
+  scope?: string
+  source?: string
+  transport: string
+  command?: string
+  args?: string[]
+  url?: string
+  env?: string[]
+  headers?: string[]
+  state: 'connected' | 'connecting' | 'failed' | 'disabled'
+  detail?: string
+  reason?: string
+  error?: string
+  tools: number
+  tool_names: string[]
+}
+
 export interface HookInfo {
   name: string
   event: string

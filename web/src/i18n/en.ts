@@ -32,6 +32,8 @@ export default {
     cancelled: 'Stopped.', retry: 'Model call failed ({status}): retrying in {delay} ms', maxTurns: 'Stopped: the turn limit was reached.',
     renameMissing: 'Renaming needs a session title in the API (not there yet).',
     todos: 'To-dos', askUser: 'Questions from the model', events: '{n} events', jumpLatest: 'Jump to latest',
+    compacted: 'Context compacted: {level}, {before} → {after} tokens', compactedMessages: '{before} → {after} messages',
+    tokenWarning: 'Context {percent}% full ({used} of {limit} tokens)', tokenPassed: 'Context past {threshold}% of its window: {used} of {limit} tokens ({percent}%)', tokenWarningShort: 'context {percent}%', suggestions: 'Suggestions',
   },
   tool: {
     running: 'running', done: 'done', failed: 'error', denied: 'denied', progress: 'Progress',
@@ -77,6 +79,9 @@ export default {
     plugins: 'Plugin hooks', noPlugins: 'No plugin contributes hooks.', trust: 'Trust', untrust: 'Revoke trust', trusted: 'trusted',
     untrusted: 'not trusted', hooks: '{n} hooks', hooksNote: 'Hooks come from settings files (~/.weft/settings.json, .weft/settings.json, --settings); plugin hooks run only once trusted.', configuredHooks: 'Hooks', noHooks: 'No hooks configured.', hookAsync: 'async', hookEnv: 'env', hookHeaders: 'headers',
     language: 'Language', token: 'Access token',
+    mcp: 'MCP servers', mcpNote: 'Servers from ~/.weft/mcp.json, the workspace\'s .mcp.json, settings files and --mcp-config. Secrets in their configuration are masked.',
+    noMcp: 'No MCP server is configured.', mcpTools: '{n} tools', mcpEnv: 'env', mcpHeaders: 'headers',
+    mcpStates: { connected: 'connected', connecting: 'connecting', failed: 'failed', disabled: 'disabled' },
   },
   audit: {
     title: 'Audit log', session: 'Session', since: 'Since', outcome: 'Outcome', tool: 'Tool', any: 'any', limit: 'Limit',

@@ -34,6 +34,8 @@ const zh: typeof en = {
     cancelled: '已停止。', retry: '模型调用失败（{status}）：{delay} 毫秒后重试', maxTurns: '已停止：达到轮次上限。',
     renameMissing: '重命名需要 API 支持会话标题（尚未提供）。',
     todos: '待办', askUser: '模型的提问', events: '{n} 个事件', jumpLatest: '跳到最新',
+    compacted: '上下文已压缩：{level}，{before} → {after} tokens', compactedMessages: '{before} → {after} 条消息',
+    tokenWarning: '上下文已用 {percent}%（{used} / {limit} tokens）', tokenPassed: '上下文已超过窗口的 {threshold}%：{used} / {limit} tokens（{percent}%）', tokenWarningShort: '上下文 {percent}%', suggestions: '建议',
   },
   tool: {
     running: '运行中', done: '完成', failed: '出错', denied: '已拒绝', progress: '进度',
@@ -79,6 +81,9 @@ const zh: typeof en = {
     plugins: '插件钩子', noPlugins: '没有插件提供钩子。', trust: '信任', untrust: '取消信任', trusted: '已信任',
     untrusted: '未信任', hooks: '{n} 个钩子', hooksNote: '钩子来自设置文件（~/.weft/settings.json、.weft/settings.json、--settings）；插件钩子需显式信任后才会运行。', configuredHooks: '钩子', noHooks: '没有配置钩子。', hookAsync: '异步', hookEnv: '环境变量', hookHeaders: '请求头',
     language: '语言', token: '访问令牌',
+    mcp: 'MCP 服务器', mcpNote: '来自 ~/.weft/mcp.json、工作区的 .mcp.json、设置文件和 --mcp-config 的服务器。配置中的密钥已隐藏。',
+    noMcp: '没有配置 MCP 服务器。', mcpTools: '{n} 个工具', mcpEnv: '环境变量', mcpHeaders: '请求头',
+    mcpStates: { connected: '已连接', connecting: '连接中', failed: '失败', disabled: '已停用' },
   },
   audit: {
     title: '审计日志', session: '会话', since: '起始时间', outcome: '结果', tool: '工具', any: '全部', limit: '条数',

@@ -6,7 +6,7 @@
 
 import { api } from '../api'
 import { enc } from '../api/http'
-import type { Plan, RunConfig, ToolInfo, Workflow } from '../api/types'
+import type { Plan, RunConfig, Session, ToolInfo, Workflow } from '../api/types'
 
 export interface WorkflowSave {
   name?: string
@@ -65,4 +65,28 @@ export function createFlowSession(workflowId: string) {
   return api().post<{ session_id: string; created_at: string; workflow_tool?: { workflow_id: string; tool_name: string } }>(
     '/v1/sessions', { workflow_tool: { workflow_id: workflowId } },
   )
+}
+
+/** The sessions bound to a workflow (the dock's conversations with it), most recently updated first. */
+export function sessionsForFlow(sessions: readonly Session[], workflowId: string): Session[] {
+  return sessions
+    .filter((s) => s.workflow_tool?.workflow_id === workflowId)
+    .sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0))
+}
+
+/**
+ * listFlowSessions pages through the server's sessions (at most `pages`
+ * pages of 100) for those bound to the workflow: the API lists sessions
+ * but does not filter them by binding.
+ */
+export async function listFlowSessions(workflowId: string, pages = 5): Promise<Session[]> {
+  const all: Session[] = []
+  let cursor: string | undefined
+  for (let i = 0; i < pages; i++) {
+    const page = await api().listSessions({ limit: 100, cursor })
+    all.push(...page.sessions)
+    if (!page.has_more || !page.next_cursor) break
+    cursor = page.next_cursor
+  }
+  return sessionsForFlow(all, workflowId)
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { newRunState, reduceRun } from './flowRun'
+import { newRunState, reduceRun, flowCallRunId } from './flowRun'
 import { compile } from './flowCompile'
 import { inputNames } from './flowSchema'
 import { templateGraph, templates } from './flowTemplates'
@@ -84,5 +84,19 @@ describe('templates', () => {
       for (const l of ['en', 'zh'] as const) expect(tp.title[l] && tp.description[l]).toBeTruthy()
       expect(Object.keys(tp.zh).sort()).toEqual(tp.plan.steps.map((s) => s.id!).sort())
     }
+  })
+})
+
+describe('flowCallRunId', () => {
+  it.each([
+    ['the progress line, while the call runs', ['workflow run run_0a1b2c3d started'], undefined, 'run_0a1b2c3d'],
+    ['the progress line wins over the output', ['workflow run run_1 started'], '{"runId":"run_2"}', 'run_1'],
+    ['the output once it ends (an older server: no progress)', [], '{"runId":"run_2","status":"completed"}', 'run_2'],
+    ['other progress lines name no run', ['workflow run run_1 completed', 'step 1 started'], undefined, null],
+    ['an error result that is not JSON', [], 'run_current_flow: workflow "wf_1" no longer exists', null],
+    ['a runId that is not a string', [], '{"runId":7}', null],
+    ['nothing yet', [], undefined, null],
+  ])('%s', (_name, progress, output, want) => {
+    expect(flowCallRunId(progress, output)).toBe(want)
   })
 })

@@ -169,3 +169,23 @@ export function resultText(v: unknown): string {
     return String(v)
   }
 }
+
+/**
+ * The run a run_current_flow call started: its first progress line says so
+ * as soon as the run exists ("workflow run <id> started": the server's
+ * workflow.StartedProgress), and its result names it when it ends (runId
+ * in the JSON output). null while neither is there.
+ */
+export function flowCallRunId(progress: readonly string[], output?: string): string | null {
+  for (const line of progress) {
+    const m = /^workflow run (\S+) started$/.exec(line)
+    if (m) return m[1]
+  }
+  if (!output) return null
+  try {
+    const v = JSON.parse(output)
+    return typeof v?.runId === 'string' && v.runId ? v.runId : null
+  } catch {
+    return null
+  }
+}

@@ -2,54 +2,54 @@
 // is untrusted: a <script> or <img onerror> in it must stay text), its
 // default link validation (no javascript:, vbscript:, file: or data: other
 // than images), links opening in a new tab without a referrer, and code
-// highlighted by highlight.js (core plus the languages agents mostly
-// write; its output escapes the code).
+// highlighted by highlight.js (lib/highlight.ts, loaded lazily; its output
+// escapes the code).
 
 import MarkdownIt from 'markdown-it'
-import hljs from 'highlight.js/lib/core'
-import bash from 'highlight.js/lib/languages/bash'
-import c from 'highlight.js/lib/languages/c'
-import cpp from 'highlight.js/lib/languages/cpp'
-import css from 'highlight.js/lib/languages/css'
-import diff from 'highlight.js/lib/languages/diff'
-import dockerfile from 'highlight.js/lib/languages/dockerfile'
-import go from 'highlight.js/lib/languages/go'
-import ini from 'highlight.js/lib/languages/ini'
-import java from 'highlight.js/lib/languages/java'
-import javascript from 'highlight.js/lib/languages/javascript'
-import json from 'highlight.js/lib/languages/json'
-import markdown from 'highlight.js/lib/languages/markdown'
-import python from 'highlight.js/lib/languages/python'
-import rust from 'highlight.js/lib/languages/rust'
-import shell from 'highlight.js/lib/languages/shell'
-import sql from 'highlight.js/lib/languages/sql'
-import typescript from 'highlight.js/lib/languages/typescript'
-import xml from 'highlight.js/lib/languages/xml'
-import yaml from 'highlight.js/lib/languages/yaml'
+import { ref } from 'vue'
 
-const langs = { bash, c, cpp, css, diff, dockerfile, go, ini, java, javascript, json, markdown, python, rust, shell, sql, typescript, xml, yaml }
-for (const [name, def] of Object.entries(langs)) hljs.registerLanguage(name, def)
-hljs.registerAliases(['sh', 'zsh', 'console'], { languageName: 'bash' })
-hljs.registerAliases(['js', 'mjs', 'jsx'], { languageName: 'javascript' })
-hljs.registerAliases(['ts', 'tsx', 'vue'], { languageName: 'typescript' })
-hljs.registerAliases(['html', 'svg'], { languageName: 'xml' })
-hljs.registerAliases(['yml'], { languageName: 'yaml' })
-hljs.registerAliases(['py'], { languageName: 'python' })
-hljs.registerAliases(['golang'], { languageName: 'go' })
-hljs.registerAliases(['toml'], { languageName: 'ini' })
+// highlight.js is not needed to draw a conversation: it loads on its own
+// chunk after the first draw (a cold tab opening a long session draws
+// sooner without parsing it first), and `highlighted` changes when it is
+// in, so that what was drawn plain is drawn again, highlighted.
+type Highlighter = (code: string, lang: string) => string | null
+let highlighter: Highlighter | null = null
+let loading: Promise<void> | null = null
+/** Bumped when the highlighter arrives: renderers depend on it. */
+export const highlighted = ref(0)
+
+/** Loads highlight.js once (idempotent); resolves when it is in. */
+export function loadHighlighter(): Promise<void> {
+  loading ??= import('./highlight').then((m) => {
+    highlighter = m.highlightCode
+    cache.clear()
+    highlighted.value++
+  }).catch(() => {
+    // Offline or a stale build: code stays plain; a later call retries.
+    loading = null
+  })
+  return loading
+}
+
+/** Loads highlight.js when the page is idle (at the latest after 1 s). */
+export function loadHighlighterSoon() {
+  if (highlighter || loading) return
+  const w = globalThis as { requestIdleCallback?: (cb: () => void, o?: { timeout: number }) => number }
+  if (w.requestIdleCallback) w.requestIdleCallback(() => void loadHighlighter(), { timeout: 1000 })
+  else setTimeout(() => void loadHighlighter(), 200)
+}
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!)
 }
 
+/** Code as HTML: highlighted once highlight.js is in, escaped plain text until then. */
 export function highlight(code: string, lang: string): string {
   const l = lang.trim().toLowerCase()
-  if (l && hljs.getLanguage(l)) {
-    try {
-      return hljs.highlight(code, { language: l, ignoreIllegals: true }).value
-    } catch {
-      // fall through to plain text
-    }
+  if (l) {
+    const h = highlighter?.(code, l)
+    if (h != null) return h
+    loadHighlighterSoon()
   }
   return escapeHtml(code)
 }

@@ -132,6 +132,72 @@ describe('chat reducer', () => {
   })
 })
 
+describe('context and suggestions', () => {
+  it('draws a compaction as a divider with its level and tokens before and after', () => {
+    seq = 0
+    const st = newChatState()
+    reduce(st, [
+      ev('compaction', { level: 'summary', trigger: 'threshold', tokens_before: 150000, tokens_after: 12000, messages_before: 80, messages_after: 4, model: 'm', note: '' }),
+      ev('compaction', {}),
+    ])
+    expect(strip(st.items)).toEqual([
+      { kind: 'compaction', level: 'summary', trigger: 'threshold', tokensBefore: 150000, tokensAfter: 12000, messagesBefore: 80, messagesAfter: 4, note: undefined },
+      { kind: 'compaction', level: '', trigger: '', tokensBefore: 0, tokensAfter: 0, messagesBefore: 0, messagesAfter: 0, note: undefined },
+    ])
+  })
+
+  it.each([
+    // [warnings, compaction tokens_after or null, the badge after]
+    ['80% of the limit', [{ used_tokens: 160000, window: 200000, limit: 180000, threshold: 0.8 }], null, { percent: 89, used: 160000, limit: 180000 }],
+    ['the later warning wins', [{ used_tokens: 144000, window: 200000, limit: 180000, threshold: 0.8 }, { used_tokens: 171000, window: 200000, limit: 180000, threshold: 0.95 }], null, { percent: 95, used: 171000, limit: 180000 }],
+    ['a compaction under the warning clears it', [{ used_tokens: 144000, window: 200000, limit: 180000, threshold: 0.8 }], 20000, null],
+    ['a compaction that did not get under it keeps it, updated', [{ used_tokens: 144000, window: 200000, limit: 180000, threshold: 0.8 }], 170000, { percent: 94, used: 170000, limit: 180000 }],
+    ['no limit: the threshold', [{ used_tokens: 0, window: 0, limit: 0, threshold: 0.8 }], null, { percent: 80, used: 0, limit: 0 }],
+  ])('token_warning: %s', (_name, warnings, after, want) => {
+    seq = 0
+    const st = newChatState()
+    reduce(st, warnings.map((w) => ev('token_warning', w)))
+    const rows = st.items.filter((it) => it.kind === 'token_warning')
+    expect(rows.map((it) => (it as { threshold: number }).threshold)).toEqual(warnings.map((w) => Math.round(w.threshold * 100)))
+    if (after !== null) reduce(st, [ev('compaction', { level: 'summary', tokens_before: 1, tokens_after: after })])
+    expect(st.contextWarning).toEqual(want)
+  })
+
+  it('offers up to three suggestions after a turn, cleaned, until the next message', () => {
+    seq = 0
+    const st = newChatState()
+    reduce(st, [ev('user_message', { text: 'q' }), ev('message_consumed', { message_seq: 1 }), ev('text', { text: 'a' }), ev('done', {})])
+    reduce(st, [ev('suggestions', { suggestions: ['  Run the tests ', 'Run the tests', '', 42, 'Explain', 'Commit', 'Push'] })])
+    expect(st.suggestions).toEqual(['Run the tests', 'Explain', 'Commit'])
+    // Not a row of the conversation.
+    expect(st.items.map((it) => it.kind)).toEqual(['user', 'text'])
+    // A later suggestions event replaces them; a malformed one clears them.
+    reduce(st, [ev('suggestions', { suggestions: ['Deploy'] })])
+    expect(st.suggestions).toEqual(['Deploy'])
+    reduce(st, [ev('suggestions', { suggestions: 'not a list' })])
+    expect(st.suggestions).toEqual([])
+    reduce(st, [ev('suggestions', { suggestions: ['Again'] })])
+    reduce(st, [ev('user_message', { text: 'next' })])
+    expect(st.suggestions).toEqual([])
+  })
+
+  it('a replay gives the same suggestions and warning as following live', () => {
+    seq = 0
+    const events = [
+      ev('user_message', { text: 'q' }), ev('message_consumed', { message_seq: 1 }),
+      ev('token_warning', { used_tokens: 150, window: 200, limit: 180, threshold: 0.8 }), ev('done', {}),
+      ev('suggestions', { suggestions: ['a', 'b'] }),
+    ]
+    const live = newChatState()
+    for (const e of events) reduce(live, [e])
+    const replay = newChatState()
+    reduce(replay, events)
+    expect(replay.suggestions).toEqual(live.suggestions)
+    expect(replay.contextWarning).toEqual(live.contextWarning)
+    expect(strip(replay.items)).toEqual(strip(live.items))
+  })
+})
+
 describe('alwaysRule', () => {
   it.each([
     ['Bash', { command: 'git status' }, 'Bash(git status)'],

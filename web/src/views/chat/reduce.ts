@@ -13,8 +13,8 @@
 // speed (a 5,000-event replay) and `version` counts the changes.
 
 import type {
-  CheckpointData, DoneData, ErrorData, MessageData, NotifyData, PermissionRequestData, RetryData, StreamEvent,
-  TextData, ToolProgressData, ToolResultData, ToolUseData, TurnEndData,
+  CheckpointData, CompactionData, DoneData, ErrorData, MessageData, NotifyData, PermissionRequestData, RetryData, StreamEvent,
+  SuggestionsData, TextData, TokenWarningData, ToolProgressData, ToolResultData, ToolUseData, TurnEndData,
 } from '../../api/types'
 
 export type Answer = 'pending' | 'allowed' | 'denied' | 'expired'
@@ -41,6 +41,11 @@ export type ChatItem =
     }
   | { kind: 'permission'; key: string; permission: PermissionState }
   | { kind: 'notice'; key: string; level: 'info' | 'warn' | 'error'; code: string; text: string; hint?: string; params?: Record<string, unknown> }
+  | {
+      kind: 'compaction'; key: string; level: string; trigger: string; tokensBefore: number; tokensAfter: number
+      messagesBefore: number; messagesAfter: number; note?: string
+    }
+  | { kind: 'token_warning'; key: string; percent: number; used: number; limit: number; threshold: number }
   | { kind: 'todos'; key: string; payload: unknown }
   | { kind: 'ask'; key: string; payload: unknown }
 
@@ -55,12 +60,22 @@ export interface Usage {
 
 export interface Queued { seq: number; text: string }
 
+/** How full the context is, from the last token_warning (cleared by a compaction). */
+export interface ContextWarning { percent: number; used: number; limit: number }
+
+/** At most this many suggestions are offered. */
+export const MAX_SUGGESTIONS = 3
+
 export interface ChatState {
   items: ChatItem[]
   /** Messages sent but not consumed yet (seed 002: shown as pending). */
   queued: Queued[]
   running: boolean
   usage: Usage
+  /** The last token_warning, until a compaction brings the context back down. */
+  contextWarning: ContextWarning | null
+  /** Follow-ups offered after the last turn (the suggestions event); gone once the next message is sent. */
+  suggestions: string[]
   lastSeq: number
   events: number
   version: number
@@ -76,6 +91,7 @@ export function newChatState(): ChatState {
   return {
     items: [], queued: [], running: false,
     usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, turns: 0 },
+    contextWarning: null, suggestions: [],
     lastSeq: 0, events: 0, version: 0,
     tools: new Map(), perms: new Map(), text: -1, thinking: -1, attemptStart: 0,
   }
@@ -116,10 +132,13 @@ function apply(st: ChatState, ev: StreamEvent) {
   const key = `e${ev.seq}`
   switch (ev.type) {
     case 'user_message': {
+      // A new message answers (or ignores) the last turn's suggestions.
+      st.suggestions = []
       st.queued.push({ seq: ev.seq, text: (ev.data as TextData).text ?? '' })
       break
     }
     case 'message_consumed': {
+      st.suggestions = []
       const m = ev.data as MessageData
       const i = st.queued.findIndex((q) => q.seq === m.message_seq)
       const text = i >= 0 ? st.queued[i].text : ''
@@ -220,6 +239,46 @@ function apply(st: ChatState, ev: StreamEvent) {
       }
       break
     }
+    case 'compaction': {
+      const d = ev.data as CompactionData
+      push(st, {
+        kind: 'compaction', key, level: d.level ?? '', trigger: d.trigger ?? '', tokensBefore: d.tokens_before || 0,
+        tokensAfter: d.tokens_after || 0, messagesBefore: d.messages_before || 0, messagesAfter: d.messages_after || 0,
+        note: d.note || undefined,
+      })
+      // The agent re-arms its warnings when a compaction brings the
+      // context back under them; so does the badge.
+      const w = st.contextWarning
+      if (w && w.limit > 0) {
+        const percent = pct(d.tokens_after || 0, w.limit)
+        st.contextWarning = percent >= w.percent ? { ...w, percent, used: d.tokens_after || 0 } : null
+      } else st.contextWarning = null
+      break
+    }
+    case 'token_warning': {
+      const d = ev.data as TokenWarningData
+      const limit = d.limit || d.window || 0
+      const w = { percent: limit > 0 ? pct(d.used_tokens || 0, limit) : Math.round((d.threshold || 0) * 100), used: d.used_tokens || 0, limit }
+      st.contextWarning = w
+      push(st, { kind: 'token_warning', key, ...w, threshold: Math.round((d.threshold || 0) * 100) })
+      break
+    }
+    case 'suggestions': {
+      const d = ev.data as SuggestionsData
+      const list = Array.isArray(d?.suggestions) ? d.suggestions : []
+      // Model-written: strings only, trimmed, no empties or repeats.
+      const seen = new Set<string>()
+      st.suggestions = []
+      for (const s of list) {
+        if (typeof s !== 'string') continue
+        const t = s.trim()
+        if (!t || seen.has(t)) continue
+        seen.add(t)
+        st.suggestions.push(t)
+        if (st.suggestions.length === MAX_SUGGESTIONS) break
+      }
+      break
+    }
     case 'ask_user':
       push(st, { kind: 'ask', key, payload: (ev.data as NotifyData).payload })
       break
@@ -279,6 +338,10 @@ function apply(st: ChatState, ev: StreamEvent) {
       // Event types this view does not show (metadata, future types).
       break
   }
+}
+
+function pct(used: number, limit: number) {
+  return Math.min(999, Math.round((used / limit) * 100))
 }
 
 function rebuildIndexes(st: ChatState) {

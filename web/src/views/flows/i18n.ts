@@ -82,6 +82,8 @@ const en = {
     dock: {
       title: 'Chat with this flow', sub: 'The model can run "{name}" as the tool run_current_flow.', empty: 'Ask for something this flow does; unsaved edits are saved first.',
       placeholder: 'Message (Enter to send)', reset: 'New conversation', showRun: 'Show this run on the canvas',
+      step: { pending: 'pending', running: 'running', awaiting: 'awaiting approval', completed: 'done', failed: 'failed', skipped: 'skipped', cancelled: 'cancelled' },
+      session: 'Conversation', newSession: 'New conversation', sessionsFor: 'Conversations with this flow', untitled: '{id} · {n} messages',
       unsupported: 'This server cannot give a chat the flow as a tool yet (run_current_flow is an API addition: see docs/ui.md).',
     },
     guard: {
@@ -186,6 +188,8 @@ const zh: typeof en = {
     dock: {
       title: '与此流程对话', sub: '模型可以用工具 run_current_flow 运行「{name}」。', empty: '请它做这个流程能做的事；未保存的修改会先自动保存。',
       placeholder: '消息（Enter 发送）', reset: '新对话', showRun: '在画布上显示这次运行',
+      step: { pending: '等待', running: '运行中', awaiting: '等待批准', completed: '完成', failed: '失败', skipped: '跳过', cancelled: '已取消' },
+      session: '对话', newSession: '新对话', sessionsFor: '与此流程的对话', untitled: '{id} · {n} 条消息',
       unsupported: '此服务器尚不能把流程作为工具交给对话（run_current_flow 是待添加的 API：见 docs/ui.md）。',
     },
     guard: {
