@@ -275,7 +275,8 @@ func (m *Service) reseed(ctx context.Context, runID string) error {
 	if !m.cfg.Shared {
 		return nil
 	}
-	if _, err := m.elog.Reseed(ctx, runID); err != nil {
+	if _, err := m.elog.Reseed(ctx, runID); err != nil && !errors.Is(err, record.ErrNotFound) {
+		// (A run being created has no events anywhere yet.)
 		return fmt.Errorf("run: reading run %q's last event: %w", runID, err)
 	}
 	return nil
