@@ -162,7 +162,6 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	f.mcp.register(fs)
 	f.context.register(fs)
 	f.turnEnd.register(fs)
-	f.turnEnd.suggestByDefault()
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at GET /metrics (behind --bearer-token like the API; series in docs/operations.md)")
 	fs.BoolVar(&f.memory, "memory", false, "cross-session memory (experimental): memory_remember/search/list/forget tools, and relevant memories given to the planner")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web UI at / (the API only)")

@@ -23,8 +23,10 @@ import (
 
 // turnEndFlags turn the turn-end pipeline's steps on and off (package
 // turnend; docs/memory.md): memory extraction and consolidation are on
-// whenever file memory is, suggestions are on in chat and serve and off
-// in run.
+// whenever file memory is; suggestions are on in chat, where a person
+// reads them, and off in run and serve, where every turn would pay for a
+// model call nobody may read (serve --suggestions turns them on, for the
+// web UI's chips).
 type turnEndFlags struct {
 	noExtract   bool
 	noDream     bool
@@ -39,7 +41,7 @@ func (t *turnEndFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&t.suggestions, "suggestions", false, "after each answer, ask the model (the --compact-model when set) for up to 3 follow-up prompts, in 5 s at most")
 }
 
-// suggestByDefault makes --suggestions default to true (chat, serve).
+// suggestByDefault makes --suggestions default to true (chat).
 func (t *turnEndFlags) suggestByDefault() {
 	t.suggestions = true
 	if fl := t.fs.Lookup("suggestions"); fl != nil {

@@ -36,6 +36,13 @@ type Keeper struct {
 	holder string
 	ttl    time.Duration
 	log    *slog.Logger
+
+	// held are the leases a Held of this keeper stands for, from before
+	// it is taken until it is given back in the store: the store would let
+	// the keeper take a lease it holds again (same holder, same epoch),
+	// and the first Held's release would then drop the second's lease.
+	mu   sync.Mutex
+	held map[string]*Held
 }
 
 // NewKeeper returns a keeper of holder's leases in ls, each lasting ttl
@@ -47,7 +54,7 @@ func NewKeeper(ls store.Leases, holder string, ttl time.Duration, log *slog.Logg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{leases: ls, holder: holder, ttl: ttl, log: log}
+	return &Keeper{leases: ls, holder: holder, ttl: ttl, log: log, held: map[string]*Held{}}
 }
 
 // Holder is the node the keeper holds leases for.
@@ -60,25 +67,54 @@ func (k *Keeper) TTL() time.Duration { return k.ttl }
 func (k *Keeper) Leases() store.Leases { return k.leases }
 
 // Hold takes the lease name and renews it until Release or until it is
-// lost. It fails with a *HeldError when another holder's lease is live.
-// Holding a lease the keeper holds already (not released) extends it and
-// returns a second Held for it; keep one Held per lease.
+// lost. It fails with a *HeldError when another holder's lease is live,
+// and when this keeper holds it already: a Held not yet released (or
+// whose release has not reached the store) is the only one of its lease.
 func (k *Keeper) Hold(ctx context.Context, name string) (*Held, error) {
+	h := &Held{k: k, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	k.mu.Lock()
+	if cur := k.held[name]; cur != nil {
+		k.mu.Unlock()
+		l := cur.Lease()
+		if l.Name == "" { // still being taken
+			l = record.Lease{Name: name, Holder: k.holder}
+		}
+		return nil, &HeldError{Lease: l}
+	}
+	k.held[name] = h
+	k.mu.Unlock()
+	if err := k.hold(ctx, name, h); err != nil {
+		k.forget(name, h)
+		return nil, err
+	}
+	return h, nil
+}
+
+func (k *Keeper) forget(name string, h *Held) {
+	k.mu.Lock()
+	if k.held[name] == h {
+		delete(k.held, name)
+	}
+	k.mu.Unlock()
+}
+
+func (k *Keeper) hold(ctx context.Context, name string, h *Held) error {
 	// The lease runs from when the store took it, some time after this:
 	// counting from before the call, the holder gives up no later than
 	// the store lets another take over.
 	sent := time.Now()
 	l, ok, err := k.leases.AcquireLease(ctx, name, k.holder, k.ttl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !ok {
-		return nil, &HeldError{Lease: l}
+		return &HeldError{Lease: l}
 	}
-	h := &Held{k: k, lease: l, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-		deadline: sent.Add(k.ttl)}
+	h.mu.Lock()
+	h.lease, h.deadline = l, sent.Add(k.ttl)
+	h.mu.Unlock()
 	go h.renew()
-	return h, nil
+	return nil
 }
 
 // Held is a lease a Keeper holds and renews.
@@ -109,7 +145,10 @@ func (h *Held) Lost() <-chan struct{} { return h.lost }
 func (h *Held) markLost(why error) {
 	h.lostOnce.Do(func() {
 		if why != nil { // nil: released, nothing to warn of
-			h.k.log.Warn("lease lost", "lease", h.lease.Name, "holder", h.k.holder, "error", why)
+			name := h.Lease().Name
+			h.k.log.Warn("lease lost", "lease", name, "holder", h.k.holder, "error", why)
+			// Not this keeper's any more: it may try to take it again.
+			h.k.forget(name, h)
 		}
 		close(h.lost)
 	})
@@ -166,6 +205,7 @@ func (h *Held) Release(ctx context.Context) error {
 	}
 	_, err := h.k.leases.ReleaseLease(ctx, h.Lease())
 	h.markLost(nil) // whatever ran under it must not think it still holds it
+	h.k.forget(h.Lease().Name, h)
 	return err
 }
 
@@ -174,4 +214,5 @@ func (h *Held) Release(ctx context.Context) error {
 func (h *Held) Abandon() {
 	h.stopOnce.Do(func() { close(h.stop) })
 	<-h.done
+	h.k.forget(h.Lease().Name, h)
 }

@@ -172,3 +172,55 @@ func TestLostNoLaterThanTheStoreExpires(t *testing.T) {
 		t.Fatal("never lost")
 	}
 }
+
+// slowRelease is a store.Leases whose releases wait until let go.
+type slowRelease struct {
+	*Local
+	entered, proceed chan struct{}
+}
+
+func (s *slowRelease) ReleaseLease(ctx context.Context, l record.Lease) (bool, error) {
+	s.entered <- struct{}{}
+	<-s.proceed
+	return s.Local.ReleaseLease(ctx, l)
+}
+
+// TestOneHeldPerLease: a keeper holding a lease (or still giving it back)
+// does not take it a second time. The store would let it (same holder,
+// same epoch), and the first Held's release would then drop the lease the
+// second one runs under: another node would take over live work.
+func TestOneHeldPerLease(t *testing.T) {
+	ctx := context.Background()
+	ls := &slowRelease{Local: NewLocal(), entered: make(chan struct{}), proceed: make(chan struct{})}
+	k := NewKeeper(ls, "node-a", time.Minute, nil)
+	h1, err := k.Hold(ctx, "session:s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	if _, err := k.Hold(ctx, "session:s"); !errors.As(err, &held) {
+		t.Fatalf("a second Hold of a held lease: %v", err)
+	}
+	released := make(chan error)
+	go func() { released <- h1.Release(ctx) }()
+	<-ls.entered // the release is on its way to the store
+	if _, err := k.Hold(ctx, "session:s"); !errors.As(err, &held) {
+		t.Fatalf("Hold while the release is on its way: %v", err)
+	}
+	close(ls.proceed)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range ls.entered {
+		}
+	}()
+	h2, err := k.Hold(ctx, "session:s")
+	if err != nil {
+		t.Fatalf("Hold after the release: %v", err)
+	}
+	if got, _ := ls.ListLeases(ctx); len(got) != 1 || got[0].Holder != "node-a" {
+		t.Fatalf("live leases after the second Hold: %+v", got)
+	}
+	_ = h2.Release(ctx)
+}
