@@ -122,7 +122,10 @@ var listening = regexp.MustCompile(`listening on (http://[^ ]+)`)
 func startNode(bin, id, dsn, modelURL, workspace string) (*node, error) {
 	cmd := exec.Command(bin, "serve", "--db", dsn, "--addr", "127.0.0.1:0", "--node-id", id,
 		"--model", "openai:bench", "--base-url", modelURL+"/v1", "--api-key", "k",
-		"--permission-mode", "bypass", "--workspace", workspace, "--rate-limit", "0", "--log-level", "warn", "--no-ui")
+		"--permission-mode", "bypass", "--workspace", workspace, "--rate-limit", "0", "--log-level", "warn", "--no-ui",
+		// Only the turns' deltas are measured: no model calls of the
+		// turn-end pipeline (memory extraction) besides them.
+		"--no-extract-memory", "--no-dream", "--suggestions=false")
 	cmd.Env = append(os.Environ(), "WEFT_BEARER_TOKEN=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
