@@ -389,6 +389,9 @@ type wsEvent struct {
 	Start      *int64          `json:"start,omitempty"`       // session
 	Created    bool            `json:"created,omitempty"`     // session
 	Budget     json.RawMessage `json:"budget,omitempty"`      // budget_request: its whole payload
+	// suggestions: the follow-up prompts the turn-end pipeline proposed
+	// after a turn's done (event.Suggestions).
+	Suggestions []string `json:"suggestions,omitempty"`
 
 	// A sub-agent's tool_execution (ws_subagent.go): which sub-agent, and
 	// the parent's Agent call.
@@ -850,6 +853,12 @@ func (t *wsTranslator) fold(ev session.Event) {
 			return
 		}
 		t.emit(wsEvent{Seq: seq, Source: srcSystem, Type: "budget_request", ID: d.ID, Message: d.Message, Budget: ev.Data})
+	case event.Suggestions:
+		var d event.SuggestionsData
+		if json.Unmarshal(ev.Data, &d) != nil || len(d.Suggestions) == 0 {
+			return
+		}
+		t.emit(wsEvent{Seq: seq, Source: srcAI, Type: event.Suggestions, Suggestions: d.Suggestions})
 	case "retry":
 		var d agent.RetryData
 		_ = json.Unmarshal(ev.Data, &d)

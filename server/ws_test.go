@@ -265,6 +265,8 @@ func wsShape(evs []wsEvent) []string {
 			s += ":" + e.StopReason
 		case "error", "retry":
 			s += ":" + e.Message
+		case "suggestions":
+			s += ":" + strings.Join(e.Suggestions, "|")
 		}
 		out = append(out, s)
 	}
@@ -853,6 +855,9 @@ func TestWSTranslatorQueue(t *testing.T) {
 				"message_consumed:6:c", "done:end_turn", "message_consumed:7:d"}},
 		{"later model calls of a run", []ev{e(um("a")), e(mc(1)), e(ts(1)), e(ts(2)), e(done("end_turn"))},
 			[]string{"message_sent:1:a", "message_consumed:1:a", "done:end_turn"}},
+		{"suggestions after a turn", []ev{e(um("a")), e(mc(1)), e(done("end_turn")),
+			e("suggestions", `{"suggestions":["Run the tests","Add a benchmark"]}`), e("suggestions", `{"suggestions":[]}`)},
+			[]string{"message_sent:1:a", "message_consumed:1:a", "done:end_turn", "suggestions:Run the tests|Add a benchmark"}},
 		{"unknown types are skipped", []ev{e("something_new", `{}`), e(um("a")), e(mc(2))},
 			[]string{"message_sent:2:a", "message_consumed:2:a"}},
 		{"a marker without its message", []ev{e(mc(7)), e(md(9, "cancelled")), e("message_consumed", `{}`)},
