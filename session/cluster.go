@@ -71,6 +71,10 @@ const leasePrefix = LeasePrefix
 // after the owner's death (the lease's TTL and a sweep).
 const commandWait = 2 * time.Minute
 
+// commandKeep is how long a done command stays in the store: well past
+// commandWait, so that its sender has read its result.
+const commandKeep = 10 * commandWait
+
 // ownerPoll is how often an owner looks for commands without being told.
 const ownerPoll = time.Second
 
@@ -223,6 +227,9 @@ func (rt *Service) sweepLoop() {
 		case <-time.After(wait):
 		}
 		rt.sweep(rt.shutdown)
+		if _, err := rt.cl.cmds.PruneCommands(rt.shutdown, time.Now().Add(-commandKeep)); err != nil && rt.shutdown.Err() == nil {
+			rt.log.Warn("deleting old session commands failed", "error", err)
+		}
 		wait = every/2 + rand.N(every)
 	}
 }

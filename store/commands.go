@@ -38,6 +38,9 @@ type Commands interface {
 	FinishCommand(ctx context.Context, id int64, result json.RawMessage) (bool, error)
 	// GetCommand returns a command; record.ErrNotFound when unknown.
 	GetCommand(ctx context.Context, id int64) (Command, error)
+	// PruneCommands deletes the commands done before before (their
+	// senders have read their results long since), and says how many.
+	PruneCommands(ctx context.Context, before time.Time) (int64, error)
 	// OrphanSessions lists up to limit sessions with work and no live
 	// holder of the lease named prefix+id: a turn started and not done, a
 	// message accepted and not answered, or a command not done.

@@ -132,6 +132,16 @@ func (db *DB) GetCommand(ctx context.Context, id int64) (store.Command, error) {
 	return c, nil
 }
 
+// PruneCommands implements store.Commands. Commands not done are never
+// deleted.
+func (db *DB) PruneCommands(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM session_commands WHERE done_at IS NOT NULL AND done_at < $1`, before.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune commands: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // OrphanSessions implements store.Commands. The lease's liveness is by
 // the database's clock, as the leases themselves.
 func (db *DB) OrphanSessions(ctx context.Context, prefix string, limit int) ([]string, error) {

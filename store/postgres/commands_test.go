@@ -186,3 +186,39 @@ func TestFenceSessions(t *testing.T) {
 		t.Fatalf("events: %d %v", len(got), err)
 	}
 }
+
+// TestPruneCommands: done commands older than the cut are deleted; a
+// pending one stays whatever its age, and so does a recent done one.
+func TestPruneCommands(t *testing.T) {
+	t.Parallel()
+	db := openNodes(t, 1)[0]
+	ctx := t.Context()
+	if _, err := db.CreateSession(ctx, record.Session{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for range 3 {
+		id, err := db.AddCommand(ctx, "s", "message", json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids[:2] {
+		if _, err := db.FinishCommand(ctx, id, json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := db.PruneCommands(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("pruning before the commands were done: %d, %v", n, err)
+	}
+	if n, err := db.PruneCommands(ctx, time.Now().Add(time.Second)); err != nil || n != 2 {
+		t.Fatalf("pruning the done ones: %d, %v", n, err)
+	}
+	for i, id := range ids {
+		_, err := db.GetCommand(ctx, id)
+		if gone := errors.Is(err, record.ErrNotFound); gone != (i < 2) {
+			t.Fatalf("command %d (done: %v): %v", i, i < 2, err)
+		}
+	}
+}
