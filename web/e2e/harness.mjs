@@ -90,7 +90,11 @@ export async function startWeft({ port, dir, modelURL, token, extraArgs = [] }) 
   const args = [
     'serve', '--addr', `127.0.0.1:${port}`, '--db', path.join(dir, 'weft.db'), '--workspace', path.join(dir, 'ws'),
     '--model', 'anthropic:claude-sonnet-4-5', '--base-url', modelURL, '--api-key', 'fake-key',
-    '--rate-limit', '0', '--audit-log', 'off', '--log-level', 'warn', ...extraArgs,
+    '--rate-limit', '0', '--audit-log', 'off', '--log-level', 'warn',
+    // The fake model answers from a script, call by call: the turn-end
+    // pipeline's own model calls (memory extraction, consolidation) would
+    // take answers the tests scripted for their turns.
+    '--no-extract-memory', '--no-dream', ...extraArgs,
   ]
   if (token) args.push('--bearer-token', token)
   mkdirSync(path.join(dir, 'ws'), { recursive: true })
