@@ -94,20 +94,8 @@ var ErrNotBudget = errors.New("the request is not a budget request")
 // limits (0 keeps a limit), or stop. Like Answer: ErrNotFound for a
 // request that is not open, ErrAnswered for a second answer.
 func (rt *Service) AnswerBudget(sessionID, requestID string, d agent.BudgetDecision) error {
-	if rt.cl != nil && rt.ownedLocally(sessionID) == nil {
-		res, err := rt.remote(sessionID, cmdBudget, answerCmd{RequestID: requestID, Budget: &d})
-		if err != nil {
-			return err
-		}
-		return res.err()
-	}
-	rt.mu.Lock()
-	l := rt.live[sessionID]
-	rt.mu.Unlock()
-	if l == nil {
-		return ErrNotFound
-	}
-	return rt.answerBudgetLive(l, requestID, d)
+	return rt.answerAt(sessionID, cmdBudget, answerCmd{RequestID: requestID, Budget: &d},
+		func(l *live) error { return rt.answerBudgetLive(l, requestID, d) })
 }
 
 func (rt *Service) answerBudgetLive(l *live, requestID string, d agent.BudgetDecision) error {

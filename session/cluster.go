@@ -521,6 +521,26 @@ func (rt *Service) remote(id, kind string, v any) (commandResult, error) {
 	return rt.command(rt.shutdown, id, kind, data)
 }
 
+// answerAt delivers an answer to the session's open question where its
+// turn runs: as a command to the owner on another node, or to the state
+// here (answer); ErrNotFound when the session has no state here.
+func (rt *Service) answerAt(sessionID, kind string, cmd answerCmd, answer func(*live) error) error {
+	if rt.cl != nil && rt.ownedLocally(sessionID) == nil {
+		res, err := rt.remote(sessionID, kind, cmd)
+		if err != nil {
+			return err
+		}
+		return res.err()
+	}
+	rt.mu.Lock()
+	l := rt.live[sessionID]
+	rt.mu.Unlock()
+	if l == nil {
+		return ErrNotFound
+	}
+	return answer(l)
+}
+
 // ownedLocally returns the session's state when this node holds its
 // lease, nil otherwise.
 func (rt *Service) ownedLocally(id string) *live {

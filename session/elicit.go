@@ -96,20 +96,8 @@ func (rt *Service) AnswerElicitation(sessionID, id string, resp mcp.ElicitRespon
 	default:
 		return &record.InvalidError{Err: fmt.Errorf("action must be %q, %q or %q", mcp.ActionAccept, mcp.ActionDecline, mcp.ActionCancel)}
 	}
-	if rt.cl != nil && rt.ownedLocally(sessionID) == nil {
-		res, err := rt.remote(sessionID, cmdElicitation, answerCmd{RequestID: id, Elicit: &resp})
-		if err != nil {
-			return err
-		}
-		return res.err()
-	}
-	rt.mu.Lock()
-	l := rt.live[sessionID]
-	rt.mu.Unlock()
-	if l == nil {
-		return ErrNotFound
-	}
-	return rt.answerElicitationLive(l, id, resp)
+	return rt.answerAt(sessionID, cmdElicitation, answerCmd{RequestID: id, Elicit: &resp},
+		func(l *live) error { return rt.answerElicitationLive(l, id, resp) })
 }
 
 func (rt *Service) answerElicitationLive(l *live, id string, resp mcp.ElicitResponse) error {

@@ -553,20 +553,8 @@ type MessageData struct {
 // session, once: ErrAnswered for a second answer, ErrNotFound for an
 // unknown one.
 func (rt *Service) Answer(sessionID, requestID string, allow bool, reason string) error {
-	if rt.cl != nil && rt.ownedLocally(sessionID) == nil {
-		res, err := rt.remote(sessionID, cmdAnswer, answerCmd{RequestID: requestID, Allow: allow, Reason: reason})
-		if err != nil {
-			return err
-		}
-		return res.err()
-	}
-	rt.mu.Lock()
-	l := rt.live[sessionID]
-	rt.mu.Unlock()
-	if l == nil {
-		return ErrNotFound
-	}
-	return rt.answerLive(l, requestID, allow, reason)
+	return rt.answerAt(sessionID, cmdAnswer, answerCmd{RequestID: requestID, Allow: allow, Reason: reason},
+		func(l *live) error { return rt.answerLive(l, requestID, allow, reason) })
 }
 
 func (rt *Service) answerLive(l *live, requestID string, allow bool, reason string) error {
