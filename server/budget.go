@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 
 	"github.com/weft-run/weft/agent"
@@ -81,6 +82,44 @@ func (a BudgetAnswer) Decision() (agent.BudgetDecision, error) {
 		return agent.BudgetDecision{}, errors.New("max_budget_usd and max_tokens_total must be non-negative numbers")
 	}
 	return agent.BudgetDecision{Allow: true, MaxUSD: a.MaxBudgetUSD, MaxTokens: a.MaxTokensTotal, Reason: a.Reason}, nil
+}
+
+// approvalAnswer is a parsed answer to one of a session's or a run's
+// questions (POST .../permissions/{request_id}): a permission request, a
+// checkpoint, or a budget request, which alone takes new limits.
+type approvalAnswer struct {
+	requestID string
+	allow     bool
+	reason    string
+	budget    *agent.BudgetDecision // set when the request is a budget_request
+}
+
+// decodeApprovalAnswer reads and checks the body of an answer. It writes
+// the 400 itself and returns ok false when the body is wrong.
+func decodeApprovalAnswer(w http.ResponseWriter, r *http.Request) (a approvalAnswer, ok bool) {
+	var q BudgetAnswer
+	if !decodeBody(w, r, &q) {
+		return a, false
+	}
+	if q.Allow == nil {
+		writeError(w, http.StatusBadRequest, errInvalidRequest, "allow is required (true or false)")
+		return a, false
+	}
+	a = approvalAnswer{requestID: r.PathValue("request_id"), allow: *q.Allow, reason: q.Reason}
+	if !isBudgetRequest(a.requestID) {
+		if q.MaxBudgetUSD != 0 || q.MaxTokensTotal != 0 {
+			writeError(w, http.StatusBadRequest, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
+			return a, false
+		}
+		return a, true
+	}
+	d, err := q.Decision()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
+		return a, false
+	}
+	a.budget = &d
+	return a, true
 }
 
 // isBudgetRequest says whether a request id names a budget_request: the

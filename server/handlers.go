@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/llm"
 	"github.com/weft-run/weft/session"
@@ -439,29 +438,9 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 
 // handlePermission answers a permission_request event of the session.
 func (s *Server) handlePermission(w http.ResponseWriter, r *http.Request) {
-	// One body for permission requests, checkpoints and budget requests
-	// (BudgetAnswer: its limits only answer a budget_request).
-	var q BudgetAnswer
-	if !decodeBody(w, r, &q) {
+	a, ok := decodeApprovalAnswer(w, r)
+	if !ok {
 		return
-	}
-	if q.Allow == nil {
-		writeError(w, http.StatusBadRequest, errInvalidRequest, "allow is required (true or false)")
-		return
-	}
-	rid := r.PathValue("request_id")
-	budget := isBudgetRequest(rid)
-	if !budget && (q.MaxBudgetUSD != 0 || q.MaxTokensTotal != 0) {
-		writeError(w, http.StatusBadRequest, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
-		return
-	}
-	var d agent.BudgetDecision
-	if budget {
-		var err error
-		if d, err = q.Decision(); err != nil {
-			writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
-			return
-		}
 	}
 	id := r.PathValue("id")
 	if _, err := s.rt.GetSession(r.Context(), id); err != nil {
@@ -473,10 +452,10 @@ func (s *Server) handlePermission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if budget {
-		err = s.rt.AnswerBudget(id, rid, d)
+	if a.budget != nil {
+		err = s.rt.AnswerBudget(id, a.requestID, *a.budget)
 	} else {
-		err = s.rt.Answer(id, rid, *q.Allow, q.Reason)
+		err = s.rt.Answer(id, a.requestID, a.allow, a.reason)
 	}
 	if err != nil {
 		s.writeRuntimeError(w, r, err)

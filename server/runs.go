@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/weft-run/weft/agent"
 	"github.com/weft-run/weft/eventlog"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/run"
@@ -349,27 +348,9 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 // budget_request (a "budget_..." id: {"allow": true, "max_budget_usd":
 // ..., "max_tokens_total": ...} goes on with new limits; see budget.go).
 func (s *Server) handleRunPermission(w http.ResponseWriter, r *http.Request) {
-	var q BudgetAnswer
-	if !decodeBody(w, r, &q) {
+	a, ok := decodeApprovalAnswer(w, r)
+	if !ok {
 		return
-	}
-	if q.Allow == nil {
-		writeError(w, http.StatusBadRequest, errInvalidRequest, "allow is required (true or false)")
-		return
-	}
-	reqID := r.PathValue("request_id")
-	budget := isBudgetRequest(reqID)
-	if !budget && (q.MaxBudgetUSD != 0 || q.MaxTokensTotal != 0) {
-		writeError(w, http.StatusBadRequest, errInvalidRequest, "max_budget_usd and max_tokens_total only answer a budget_request")
-		return
-	}
-	var d agent.BudgetDecision
-	if budget {
-		var err error
-		if d, err = q.Decision(); err != nil {
-			writeError(w, http.StatusBadRequest, errInvalidRequest, err.Error())
-			return
-		}
 	}
 	id := r.PathValue("id")
 	if _, err := s.cfg.Runs.LastSeq(r.Context(), id); err != nil {
@@ -377,10 +358,10 @@ func (s *Server) handleRunPermission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if budget {
-		err = s.cfg.Runs.AnswerBudget(id, reqID, d)
+	if a.budget != nil {
+		err = s.cfg.Runs.AnswerBudget(id, a.requestID, *a.budget)
 	} else {
-		err = s.cfg.Runs.AnswerPermission(id, reqID, *q.Allow, q.Reason)
+		err = s.cfg.Runs.AnswerPermission(id, a.requestID, a.allow, a.reason)
 	}
 	if err != nil {
 		s.writeRunError(w, r, err, "permission request")

@@ -13,6 +13,9 @@ const app = createApp(App).use(createPinia()).use(i18n).use(router)
 // code (api/prefetch.ts).
 const opened = chatSessionOf(location.pathname)
 if (opened) {
+  // The view's code too: the router would ask for it only after the shell
+  // has mounted, a waterfall of the mount's length on a cold load.
+  void import('./views/chat/ChatView.vue')
   prefetchSession(opened)
   // Not adopted by the Chat view (the tab went elsewhere first): stop it.
   router.afterEach((to) => { if (to.name !== 'chat') dropPrefetch() })

@@ -75,6 +75,38 @@ describe('SSEParser', () => {
       ])
     }
   })
+  it('parses random frames with mixed line ends in random chunks (seeded)', () => {
+    let seed = 42
+    const rnd = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+    const ends = ['\n', '\r', '\r\n']
+    for (let round = 0; round < 200; round++) {
+      const want: { id?: string; event?: string; data: string }[] = []
+      let text = ''
+      // A CR followed by an LF is one line end, so a line ending in CR is
+      // never followed by one ending in a bare LF.
+      let prev = ''
+      const nl = () => {
+        let e = ends[rnd(3)]
+        if (prev === '\r' && e === '\n') e = '\r\n'
+        return (prev = e)
+      }
+      for (let f = 0; f < 1 + rnd(8); f++) {
+        if (rnd(4) === 0) text += ': comment ' + f + nl()
+        const lines = Array.from({ length: 1 + rnd(3) }, (_, i) => `{"f":${f},"l":${i}}`)
+        const ev = rnd(2) ? 'delta' : undefined
+        text += `id: ${f + 1}` + nl() + (ev ? `event: ${ev}` + nl() : '') + lines.map((l) => 'data: ' + l + nl()).join('') + nl()
+        want.push({ id: String(f + 1), event: ev, data: lines.join('\n') })
+      }
+      const p = new SSEParser()
+      const got = []
+      for (let i = 0; i < text.length;) {
+        const n = 1 + rnd(12)
+        got.push(...p.push(text.slice(i, i + n)))
+        i += n
+      }
+      expect(got, JSON.stringify(text)).toEqual(want)
+    }
+  })
 })
 
 describe('EventStream', () => {

@@ -245,19 +245,30 @@ export class SSEParser {
     this.buf = ''
     if (this.pendingCR && s.startsWith('\n')) s = s.slice(1)
     this.pendingCR = false
+    // Line ends are found with indexOf, not a loop over every character: a
+    // long session's replay is megabytes, parsed on the page's main thread
+    // while it starts. The next CR and LF are each searched for once and
+    // kept until passed.
     let start = 0
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i)
-      if (c !== 10 && c !== 13) continue
-      this.line(s.slice(start, i), out)
-      if (c === 13) {
-        if (i + 1 < s.length) {
-          if (s.charCodeAt(i + 1) === 10) i++
-        } else {
-          this.pendingCR = true
-        }
+    let lf = s.indexOf('\n')
+    let cr = s.indexOf('\r')
+    for (;;) {
+      if (lf !== -1 && lf < start) lf = s.indexOf('\n', start)
+      if (cr !== -1 && cr < start) cr = s.indexOf('\r', start)
+      if (cr === -1 || (lf !== -1 && lf < cr)) {
+        if (lf === -1) break
+        this.line(s.slice(start, lf), out)
+        start = lf + 1
+        continue
       }
-      start = i + 1
+      this.line(s.slice(start, cr), out)
+      if (cr + 1 < s.length) {
+        start = s.charCodeAt(cr + 1) === 10 ? cr + 2 : cr + 1
+      } else {
+        // A CR ending the chunk: an LF starting the next one belongs to it.
+        this.pendingCR = true
+        start = cr + 1
+      }
     }
     this.buf = s.slice(start)
     return out
