@@ -7,6 +7,7 @@
 
 import MarkdownIt from 'markdown-it'
 import { ref } from 'vue'
+import { whenIdle } from './idle'
 
 // highlight.js is not needed to draw a conversation: it loads on its own
 // chunk after the first draw (a cold tab opening a long session draws
@@ -34,9 +35,7 @@ export function loadHighlighter(): Promise<void> {
 /** Loads highlight.js when the page is idle (at the latest after 1 s). */
 export function loadHighlighterSoon() {
   if (highlighter || loading) return
-  const w = globalThis as { requestIdleCallback?: (cb: () => void, o?: { timeout: number }) => number }
-  if (w.requestIdleCallback) w.requestIdleCallback(() => void loadHighlighter(), { timeout: 1000 })
-  else setTimeout(() => void loadHighlighter(), 200)
+  whenIdle(() => void loadHighlighter(), 1000)
 }
 
 function escapeHtml(s: string): string {
