@@ -102,4 +102,48 @@ export const issue19Tests = [
     assert.deepEqual(page.errors, [])
     await page.context().close()
   }],
+  ['chat: follow-up suggestions as chips after a turn; a click fills the message box, the next message replaces them', async (env) => {
+    const { assert } = env
+    // Suggestions are off by default in weft serve: a server of its own.
+    const srv = await env.startOtherWeft(() => ['--suggestions'])
+    try {
+      const { session_id: id } = await (await fetch(`${srv.base}/v1/sessions`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}',
+      })).json()
+      const page = await env.newPage()
+      await page.goto(`${srv.base}/chat/${id}`)
+      await page.locator('[data-test=composer]').waitFor()
+      // The turn's answer, then the suggestions call's: a list with a
+      // marker, a duplicate and a blank line, which the server cleans.
+      await env.fake.push(env.text(['The tests pass.']))
+      await env.fake.push(env.text(['- Run the linter too\n\nShow me the diff\nRun the linter too']))
+      await page.fill('[data-test=composer]', 'run the tests')
+      await page.click('[data-test=send]')
+      const chips = page.locator('[data-test=suggestion]')
+      await chips.first().waitFor()
+      assert.deepEqual(await chips.allInnerTexts(), ['Run the linter too', 'Show me the diff'])
+      await shot(page, 'chat-suggestions')
+      // A click fills the box; it does not send.
+      await chips.nth(1).click()
+      assert.equal(await page.inputValue('[data-test=composer]'), 'Show me the diff')
+      assert.equal(await page.locator('[data-test=user-message]').count(), 1)
+      // Sent, the old suggestions go; the next turn's come.
+      await env.fake.push(env.text(['Here is the diff.']))
+      await env.fake.push(env.text(['Commit it']))
+      await page.click('[data-test=send]')
+      await page.locator('[data-test=user-message]', { hasText: 'Show me the diff' }).waitFor()
+      await page.locator('[data-test=suggestion]', { hasText: 'Commit it' }).waitFor()
+      assert.deepEqual(await chips.allInnerTexts(), ['Commit it'])
+      // Another tab on the session sees the same chips (they are an event).
+      const other = await env.newPage()
+      await other.goto(`${srv.base}/chat/${id}`)
+      await other.locator('[data-test=suggestion]', { hasText: 'Commit it' }).waitFor()
+      assert.deepEqual(page.errors, [])
+      assert.deepEqual(other.errors, [])
+      await other.context().close()
+      await page.context().close()
+    } finally {
+      await srv.stop()
+    }
+  }],
 ]
