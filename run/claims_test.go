@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weft-run/weft/event"
 	"github.com/weft-run/weft/internal/lease"
+	"github.com/weft-run/weft/internal/lease/leasetest"
 	"github.com/weft-run/weft/policy"
 	"github.com/weft-run/weft/record"
 	"github.com/weft-run/weft/run"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/postgres"
 	"github.com/weft-run/weft/store/postgres/pgtest"
 	"github.com/weft-run/weft/tool"
@@ -25,43 +24,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// killable is a node's lease store that stops answering when the node is
-// killed: its leases are neither renewed nor handed back, they expire.
-type killable struct {
-	store.Leases
-	dead atomic.Bool
-}
-
-var errKilled = errors.New("node killed")
-
-func (k *killable) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (record.Lease, bool, error) {
-	if k.dead.Load() {
-		return record.Lease{}, false, errKilled
-	}
-	return k.Leases.AcquireLease(ctx, name, holder, ttl)
-}
-
-func (k *killable) RenewLease(ctx context.Context, l record.Lease, ttl time.Duration) (record.Lease, error) {
-	if k.dead.Load() {
-		return record.Lease{}, errKilled
-	}
-	return k.Leases.RenewLease(ctx, l, ttl)
-}
-
-func (k *killable) ReleaseLease(ctx context.Context, l record.Lease) (bool, error) {
-	if k.dead.Load() {
-		return false, errKilled
-	}
-	return k.Leases.ReleaseLease(ctx, l)
-}
-
 // pgNode is a run service of one node on a shared PostgreSQL database,
 // with a hold tool that waits until released.
 type pgNode struct {
 	id      string
 	db      *postgres.DB
 	runs    *run.Service
-	leases  *killable
+	leases  *leasetest.Mortal
 	release chan struct{}
 }
 
@@ -74,7 +43,7 @@ func newPGNode(t *testing.T, dsn, id string) *pgNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	n := &pgNode{id: id, db: db, leases: &killable{Leases: db}, release: make(chan struct{})}
+	n := &pgNode{id: id, db: db, leases: &leasetest.Mortal{Leases: db}, release: make(chan struct{})}
 	hold := tool.Func("hold", "waits until released", tool.Meta{ReadOnly: true},
 		func(ctx context.Context, in textIn, _ *tool.Call) (tool.Result, error) {
 			select {
@@ -163,7 +132,7 @@ func TestRunsClaimedAcrossNodes(t *testing.T) {
 	}
 
 	// a dies: renewals fail, nothing is handed back.
-	a.leases.dead.Store(true)
+	a.leases.Kill()
 	killed := time.Now()
 	// The lease expires within the TTL; a sweep finds it so, and the next,
 	// half a TTL later, takes the run over.

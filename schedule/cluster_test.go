@@ -3,7 +3,6 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -12,9 +11,8 @@ import (
 	"time"
 
 	"github.com/weft-run/weft/internal/lease"
-	"github.com/weft-run/weft/record"
+	"github.com/weft-run/weft/internal/lease/leasetest"
 	"github.com/weft-run/weft/schedule"
-	"github.com/weft-run/weft/store"
 	"github.com/weft-run/weft/store/postgres"
 	"github.com/weft-run/weft/store/postgres/pgtest"
 )
@@ -23,37 +21,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared()
 	os.Exit(code)
-}
-
-// mortal is a node's lease store that dies on kill: every call fails
-// from then on, as for a node killed with SIGKILL (its leases are not
-// handed back; they expire).
-type mortal struct {
-	store.Leases
-	dead atomic.Bool
-}
-
-var errDead = errors.New("node killed")
-
-func (m *mortal) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (record.Lease, bool, error) {
-	if m.dead.Load() {
-		return record.Lease{}, false, errDead
-	}
-	return m.Leases.AcquireLease(ctx, name, holder, ttl)
-}
-
-func (m *mortal) RenewLease(ctx context.Context, l record.Lease, ttl time.Duration) (record.Lease, error) {
-	if m.dead.Load() {
-		return record.Lease{}, errDead
-	}
-	return m.Leases.RenewLease(ctx, l, ttl)
-}
-
-func (m *mortal) ReleaseLease(ctx context.Context, l record.Lease) (bool, error) {
-	if m.dead.Load() {
-		return false, errDead
-	}
-	return m.Leases.ReleaseLease(ctx, l)
 }
 
 type firing struct {
@@ -77,7 +44,7 @@ func TestSchedulesFireOnceAcrossNodes(t *testing.T) {
 		firings []firing
 	)
 	scheds := make([]*schedule.Scheduler, nodes)
-	lstores := make([]*mortal, nodes)
+	lstores := make([]*leasetest.Mortal, nodes)
 	dbs := make([]*postgres.DB, nodes)
 	for i := range nodes {
 		db, err := postgres.Open(t.Context(), dsn, postgres.Options{MaxConns: 4})
@@ -87,7 +54,7 @@ func TestSchedulesFireOnceAcrossNodes(t *testing.T) {
 		t.Cleanup(func() { db.Close() })
 		dbs[i] = db
 		id := fmt.Sprintf("node-%d", i)
-		lstores[i] = &mortal{Leases: db}
+		lstores[i] = &leasetest.Mortal{Leases: db}
 		submit := func(_ context.Context, wf string, _ json.RawMessage) (string, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -131,7 +98,7 @@ func TestSchedulesFireOnceAcrossNodes(t *testing.T) {
 	// Kill the holder: nothing handed back, its lease expires.
 	var victim int
 	fmt.Sscanf(holder, "node-%d", &victim)
-	lstores[victim].dead.Store(true)
+	lstores[victim].Kill()
 	scheds[victim].Stop()
 	killedAt := time.Now()
 

@@ -437,18 +437,35 @@ func TestServeLocalServerGuards(t *testing.T) {
 	if !strings.HasPrefix(got, "HTTP/1.1 408 ") || took > 3*time.Second {
 		t.Errorf("half a body: %q after %s", got, took)
 	}
+	// Four connections the server admitted, held open without a request.
+	// The connections of the requests above may not all be released yet
+	// (under load, their goroutines finish late): a connection refused for
+	// them gets its 503 at once, where an admitted one waits for its
+	// request, so a refused one is replaced until four are held.
 	var held []net.Conn
-	for range 4 {
+	deadline := time.Now().Add(5 * time.Second)
+	for len(held) < 4 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		var b [1]byte
+		if _, err := c.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+			c.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("no fourth connection admitted: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		_ = c.SetReadDeadline(time.Time{})
 		held = append(held, c)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(5 * time.Second)
 	for {
-		got, _ := raw("GET /v1/health HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+		got, _ := raw("GET /v1/health HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\n\r\n")
 		if strings.HasPrefix(got, "HTTP/1.1 503 ") {
 			break
 		}
