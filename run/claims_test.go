@@ -3,7 +3,6 @@ package run_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -18,11 +17,7 @@ import (
 	"github.com/weft-run/weft/tool"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // pgNode is a run service of one node on a shared PostgreSQL database,
 // with a hold tool that waits until released.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,11 +24,7 @@ import (
 	"github.com/weft-run/weft/tool/mcp"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // clusterNode is one node of a cluster on the database dsn: its own
 // store connection, lease keeper (1s TTL) and scripted model.

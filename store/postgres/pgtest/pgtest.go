@@ -100,6 +100,15 @@ func Shared(t testing.TB) *Server {
 	return shared
 }
 
+// Main is a TestMain for a package whose tests use Shared: it runs the
+// tests, then stops the shared server, which would otherwise outlive the
+// test binary.
+func Main(m *testing.M) {
+	code := m.Run()
+	StopShared()
+	os.Exit(code)
+}
+
 // StopShared stops the shared server, if one was started.
 func StopShared() {
 	sharedMu.Lock()
