@@ -97,7 +97,13 @@ func TestCluster(t *testing.T) {
 		ErrorLog:      nil,
 	}
 	lb := httptest.NewServer(proxy)
-	t.Cleanup(lb.Close)
+	// A test that fails leaves followers' streams open through the
+	// balancer, and Close waits for active requests: cut them first, or a
+	// failure hangs until the test binary's timeout and never reports.
+	t.Cleanup(func() {
+		lb.CloseClientConnections()
+		lb.Close()
+	})
 	logs := func() string {
 		var b strings.Builder
 		for i, n := range nodes {
